@@ -1,0 +1,17 @@
+// Secrets: job tokens and agent secrets. Never log or print one.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace hvd::common {
+
+// 32 random bytes from the kernel as 64 hex characters.
+Result<std::string> generate_token();
+
+// Compares in time that depends only on the lengths, not on the contents.
+bool tokens_equal(std::string_view a, std::string_view b);
+
+}  // namespace hvd::common

@@ -1,0 +1,23 @@
+// The environment contract between whoever starts a worker (hvdrun's agents)
+// and the runtime inside it. Declared once here; docs/environment.md explains it.
+#pragma once
+
+namespace hvd::common::env {
+
+inline constexpr char kRank[] = "HVD_RANK";
+inline constexpr char kSize[] = "HVD_SIZE";
+inline constexpr char kLocalRank[] = "HVD_LOCAL_RANK";
+inline constexpr char kLocalSize[] = "HVD_LOCAL_SIZE";
+inline constexpr char kCrossRank[] = "HVD_CROSS_RANK";
+inline constexpr char kCrossSize[] = "HVD_CROSS_SIZE";
+// host:port of the job's Rendezvous service.
+inline constexpr char kRendezvousAddr[] = "HVD_RENDEZVOUS_ADDR";
+// The per-job secret every rendezvous call must carry. Never logged.
+inline constexpr char kJobToken[] = "HVD_JOB_TOKEN";
+inline constexpr char kJobId[] = "HVD_JOB_ID";
+// The host name the launcher knows this worker's host by (for messages).
+inline constexpr char kHostname[] = "HVD_HOSTNAME";
+// Local address the worker's transports listen on.
+inline constexpr char kBindAddress[] = "HVD_BIND_ADDRESS";
+
+}  // namespace hvd::common::env

@@ -1,0 +1,48 @@
+// Resolved values of the settings table, built up in layers. Precedence:
+// command line > environment > config file > default; each apply_* call
+// overrides what earlier calls set.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+#include "config/settings_table.h"
+
+namespace hvd::config {
+
+using common::Result;
+using common::Status;
+
+// Checks a value against its type; the error names the value and where it came from.
+Status validate_setting(const SettingSpec& spec, std::string_view value, std::string_view source);
+
+class Settings {
+ public:
+  // Every setting at its default.
+  Settings();
+
+  // A YAML mapping of key: value (see config/hvd.yaml). Unknown keys and bad
+  // values are errors naming the file, the key and the value.
+  Status apply_config_file(const std::string& path);
+
+  // HVD_* names, then their HOROVOD_* aliases where the HVD_ name is unset.
+  Status apply_environment(const std::function<const char*(const char*)>& lookup);
+
+  // One value from `source` ("--start-timeout", "HVD_START_TIMEOUT", ...).
+  Status set(std::string_view key, std::string_view value, std::string_view source);
+
+  const std::string& get(std::string_view key) const;
+  int64_t get_int(std::string_view key) const;
+
+  // HVD_* variable -> value for every setting, to hand to workers.
+  std::map<std::string, std::string> to_environment() const;
+
+ private:
+  std::map<std::string, std::string, std::less<>> values_;
+};
+
+}  // namespace hvd::config

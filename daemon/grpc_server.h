@@ -1,0 +1,38 @@
+// A started gRPC server bound to one address. Port 0 picks a free port.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hvd::daemon {
+
+class GrpcServer {
+ public:
+  // `host` is an address to bind ("127.0.0.1", "0.0.0.0"); kUnavailable
+  // naming the address when it cannot be bound. Services must outlive the server.
+  static common::Result<std::unique_ptr<GrpcServer>> start(
+      const std::string& host, int port, const std::vector<grpc::Service*>& services);
+
+  ~GrpcServer();
+
+  int port() const { return port_; }
+  // "host:port" as clients should dial it.
+  std::string address() const;
+
+  // Stops accepting calls; in-flight calls get `grace` to finish.
+  void shutdown(std::chrono::milliseconds grace);
+
+ private:
+  GrpcServer(std::unique_ptr<grpc::Server> server, std::string host, int port);
+  std::unique_ptr<grpc::Server> server_;
+  std::string host_;
+  int port_;
+};
+
+}  // namespace hvd::daemon

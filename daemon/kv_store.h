@@ -1,0 +1,41 @@
+// The rendezvous key-value store: a thread-safe map whose gets wait, with a
+// deadline, for keys to appear. Served over gRPC by RendezvousService and
+// usable in-process (tests run transports over it with ranks as threads).
+#pragma once
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "common/store.h"
+
+namespace hvd::daemon {
+
+using common::Result;
+using common::Status;
+
+class KvStore final : public common::Store {
+ public:
+  Status set(const std::string& key, const std::string& value) override;
+  // kTimeout "timed out after N ms waiting for keys: a, b" naming the missing
+  // keys; kCancelled once close() was called.
+  Result<std::vector<std::string>> get(const std::vector<std::string>& keys,
+                                       std::chrono::milliseconds timeout) override;
+  // kInvalidArgument when the stored value is not a decimal integer.
+  Result<int64_t> add(const std::string& key, int64_t delta) override;
+  Result<bool> check(const std::vector<std::string>& keys) override;
+  Result<bool> remove(const std::string& key) override;
+
+  // Wakes every waiting get with kCancelled; later gets fail at once.
+  void close();
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<std::string, std::string> values_;
+  bool closed_ = false;
+};
+
+}  // namespace hvd::daemon

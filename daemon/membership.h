@@ -1,0 +1,63 @@
+// The membership barrier of one job: every rank joins, and join() returns
+// when all `size` ranks of the current epoch have joined (or the deadline
+// passes). Once an epoch is complete, a join from a rank that already joined
+// it opens the next epoch (a worker that called shutdown() then init()); the
+// barrier then waits for every rank again.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hvd::daemon {
+
+using common::Result;
+using common::Status;
+
+struct JoinResult {
+  int rank = 0;
+  int size = 0;
+  int64_t epoch = 0;
+};
+
+class Membership {
+ public:
+  explicit Membership(int size);
+
+  // requested_rank -1: the lowest rank not yet joined in this epoch.
+  // Errors: kInvalidArgument (rank out of range, size differs from the job's),
+  // kAlreadyExists (rank joined twice in an epoch that is not complete),
+  // kTimeout naming the ranks still missing, kCancelled after close().
+  Result<JoinResult> join(int requested_rank, int size, const std::string& host, int64_t pid,
+                          std::chrono::milliseconds timeout);
+
+  int size() const { return size_; }
+  // Ranks that have not joined the current epoch, ascending.
+  std::vector<int> missing_ranks() const;
+  // When the first rank joined epoch 0; empty until then.
+  std::optional<std::chrono::steady_clock::time_point> first_join_time() const;
+  // True once every rank has joined the current epoch.
+  bool complete() const;
+  int64_t epoch() const;
+
+  // Wakes every waiting join with kCancelled.
+  void close();
+
+ private:
+  const int size_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  int64_t epoch_ = 0;
+  std::vector<bool> joined_;  // in the current epoch
+  int joined_count_ = 0;
+  std::optional<std::chrono::steady_clock::time_point> first_join_;
+  bool closed_ = false;
+};
+
+}  // namespace hvd::daemon

@@ -1,0 +1,73 @@
+// Process supervisor: spawns worker processes, each in its own process group
+// (and with PR_SET_PDEATHSIG so none outlives a killed parent), captures
+// stdout and stderr line by line, reports exits, and terminates process
+// groups (SIGTERM, grace period, SIGKILL). One supervisor thread owns every
+// child: it forks, polls the pipes and pidfds, and reaps.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hvd::daemon {
+
+using common::Result;
+using common::Status;
+
+struct ProcessSpec {
+  int rank = 0;
+  std::vector<std::string> argv;
+  std::map<std::string, std::string> env;  // the complete environment
+  std::string cwd;                         // empty: inherit
+};
+
+struct ProcessEvent {
+  enum class Kind { kOutput, kExit };
+  Kind kind = Kind::kOutput;
+  int rank = 0;
+  int64_t pid = 0;
+  bool is_stderr = false;  // kOutput
+  std::string text;        // kOutput: one line, without '\n'
+  int exit_code = 0;       // kExit, when signal == 0
+  int signal = 0;          // kExit: the signal that ended the process, or 0
+};
+
+class Supervisor {
+ public:
+  // Called on the supervisor thread, in order; all output a process wrote
+  // before it exited is delivered before its kExit event.
+  using EventSink = std::function<void(const ProcessEvent&)>;
+
+  explicit Supervisor(EventSink sink);
+  // SIGKILLs every process group still alive, then joins the thread.
+  ~Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // Resolves argv[0] against the PATH of spec.env first: kNotFound
+  // "cannot execute 'x': command not found" (or kFailedPrecondition
+  // "... permission denied") without forking. Returns the pid.
+  Result<int64_t> spawn(const ProcessSpec& spec);
+
+  // Sends sig to every process group spawned here that is still alive.
+  void signal_all(int sig);
+
+  // SIGTERM to every live process group, SIGKILL to those still alive after
+  // `grace`; returns once every group is gone. Returns how many needed SIGKILL.
+  int terminate_all(std::chrono::milliseconds grace);
+
+  // Number of spawned processes that have not been reaped yet.
+  int running() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hvd::daemon

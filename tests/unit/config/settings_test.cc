@@ -1,0 +1,82 @@
+#include <yaml-cpp/yaml.h>
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <string>
+
+#include "config/settings.h"
+
+using namespace hvd::config;
+
+namespace {
+std::string write_temp(const std::string& text) {
+  char path[] = "/tmp/hvd_settings_XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  close(fd);
+  std::ofstream(path) << text;
+  return path;
+}
+}  // namespace
+
+TEST_CASE("every setting has a unique key and an HVD_ name and a valid default") {
+  std::map<std::string, int> keys;
+  for (const auto& s : all_settings()) {
+    CHECK(++keys[std::string(s.key)] == 1);
+    CHECK(std::string(s.env).rfind("HVD_", 0) == 0);
+    CHECK(validate_setting(s, s.default_value, "default").is_ok());
+    CHECK(find_setting(s.key) == &s);
+  }
+  CHECK(find_setting("no_such_setting") == nullptr);
+}
+
+TEST_CASE("config/hvd.yaml lists every setting at its default and nothing else") {
+  YAML::Node root = YAML::LoadFile(HVD_DEFAULT_CONFIG);
+  REQUIRE(root.IsMap());
+  CHECK(root.size() == all_settings().size());
+  for (const auto& s : all_settings()) {
+    INFO("key " << s.key);
+    REQUIRE(root[std::string(s.key)]);
+    CHECK(root[std::string(s.key)].as<std::string>() == s.default_value);
+  }
+}
+
+TEST_CASE("precedence: later layers override earlier ones") {
+  Settings settings;
+  CHECK(settings.get("start_timeout") == "30");
+  REQUIRE(settings.apply_config_file(write_temp("start_timeout: 40\nlog_level: info\n")).is_ok());
+  CHECK(settings.get_int("start_timeout") == 40);
+  std::map<std::string, std::string> env = {{"HOROVOD_START_TIMEOUT", "50"},
+                                            {"HVD_LOG_LEVEL", "debug"}};
+  auto lookup = [&](const char* name) -> const char* {
+    auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  };
+  REQUIRE(settings.apply_environment(lookup).is_ok());
+  CHECK(settings.get_int("start_timeout") == 50);
+  CHECK(settings.get("log_level") == "debug");
+  env["HVD_START_TIMEOUT"] = "60";  // the HVD_ name wins over the HOROVOD_ alias
+  REQUIRE(settings.apply_environment(lookup).is_ok());
+  CHECK(settings.get_int("start_timeout") == 60);
+  REQUIRE(settings.set("start_timeout", "70", "--start-timeout").is_ok());
+  CHECK(settings.to_environment().at("HVD_START_TIMEOUT") == "70");
+}
+
+TEST_CASE("bad values and keys name the token and the source") {
+  Settings settings;
+  auto s = settings.set("start_timeout", "abc", "--start-timeout");
+  CHECK(s.code() == hvd::common::StatusCode::kInvalidArgument);
+  CHECK(s.message() == "--start-timeout: 'abc' is not a whole number greater than 0");
+  CHECK_FALSE(settings.set("start_timeout", "0", "x").is_ok());
+  CHECK_FALSE(settings.set("start_timeout", "5s", "x").is_ok());
+  CHECK(settings.set("log_level", "loud", "HVD_LOG_LEVEL").message().find("'loud'") !=
+        std::string::npos);
+  auto unknown = settings.apply_config_file(write_temp("fusion_treshold: 3\n"));
+  CHECK(unknown.message().find("unknown setting 'fusion_treshold'") != std::string::npos);
+  auto missing = settings.apply_config_file("/nonexistent/hvd.yaml");
+  CHECK(missing.message() == "config file '/nonexistent/hvd.yaml' cannot be read");
+  CHECK_FALSE(settings.apply_config_file(write_temp("- a\n- b\n")).is_ok());
+  CHECK(settings.get_int("start_timeout") == 30);  // nothing bad was kept
+}
