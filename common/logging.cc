@@ -23,8 +23,10 @@ Result<spdlog::level::level_enum> parse_log_level(std::string_view text) {
 }
 
 void init_logging(const std::string& prefix, spdlog::level::level_enum level) {
-  auto logger = spdlog::stderr_logger_mt("hvd:" + prefix);
-  spdlog::drop(logger->name());
+  // Built directly (not through the registry) so a second call with the same
+  // prefix (shutdown() then init()) replaces the logger instead of throwing.
+  auto logger = std::make_shared<spdlog::logger>(
+      "hvd:" + prefix, std::make_shared<spdlog::sinks::stderr_sink_mt>());
   logger->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%l] [" + prefix + "] %v");
   logger->set_level(level);
   logger->flush_on(spdlog::level::warn);
