@@ -1,6 +1,22 @@
 // gRPC Agent service: launches and supervises the workers of jobs on this
 // host. Every call must carry the agent secret (UNAUTHENTICATED otherwise).
 // One Supervisor per job; events are queued per job until Watch takes them.
+//
+// Every method is thread-safe; gRPC may call them concurrently.
+// - Launch: INVALID_ARGUMENT (empty job id, no workers, empty argv, a rank
+//   twice), ALREADY_EXISTS (job id seen before on this agent), UNAVAILABLE
+//   after shutdown(); a worker that cannot be started fails the whole launch
+//   with the supervisor's error (NOT_FOUND "cannot execute 'x': command not
+//   found") after the workers already started are terminated.
+// - Watch: one watcher per job at a time (FAILED_PRECONDITION otherwise).
+//   Streams from the job's first event; an event leaves the queue only once
+//   written, so a new Watch after a broken one goes on where it stopped.
+//   Per worker, its output comes before its exit event. Ends OK after the
+//   last worker's exit event; CANCELLED on client cancel or shutdown().
+//   Once a Watch ended OK, processes still left in the job's process groups
+//   (children of workers) are killed and the job's resources released; the
+//   job stays known (Signal/Terminate are then no-ops, killed = 0).
+// - Signal/Terminate/Watch of an unknown job: NOT_FOUND.
 #pragma once
 
 #include <chrono>
@@ -12,7 +28,7 @@
 namespace hvd::daemon {
 
 struct AgentOptions {
-  std::string secret;   // bearer token every call must carry
+  std::string secret;   // bearer token every call must carry; empty refuses every call
   int slots = 0;        // reported by Info
 };
 

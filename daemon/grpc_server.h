@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -25,11 +26,14 @@ class GrpcServer {
   // "host:port" as clients should dial it.
   std::string address() const;
 
-  // Stops accepting calls; in-flight calls get `grace` to finish.
+  // Stops accepting calls; in-flight calls get `grace` to finish, then are
+  // cancelled; returns once every handler has returned. Idempotent and
+  // thread-safe; never call it from inside a handler of this server.
   void shutdown(std::chrono::milliseconds grace);
 
  private:
   GrpcServer(std::unique_ptr<grpc::Server> server, std::string host, int port);
+  std::mutex mu_;  // guards server_ during shutdown
   std::unique_ptr<grpc::Server> server_;
   std::string host_;
   int port_;

@@ -1,5 +1,6 @@
 #include "daemon/kv_store.h"
 
+#include <algorithm>
 #include <charconv>
 
 namespace hvd::daemon {
@@ -29,7 +30,17 @@ Status KvStore::set(const std::string& key, const std::string& value) {
 
 Result<std::vector<std::string>> KvStore::get(const std::vector<std::string>& keys,
                                               std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
+  return get(keys, timeout, nullptr);
+}
+
+Result<std::vector<std::string>> KvStore::get(const std::vector<std::string>& keys,
+                                              std::chrono::milliseconds timeout,
+                                              const std::function<bool()>& cancelled) {
+  using Clock = std::chrono::steady_clock;
+  constexpr auto kCancelPoll = std::chrono::milliseconds(100);
+  // Clamped so that the deadline cannot overflow (about 30 years).
+  const auto deadline = Clock::now() + std::min<std::chrono::milliseconds>(
+                                           timeout, std::chrono::hours(24 * 365 * 30));
   std::unique_lock lock(mu_);
   for (;;) {
     if (closed_) return Status{common::StatusCode::kCancelled, "key-value store is closed"};
@@ -38,16 +49,20 @@ Result<std::vector<std::string>> KvStore::get(const std::vector<std::string>& ke
       if (values_.find(k) == values_.end()) missing.push_back(k);
     }
     if (missing.empty()) break;
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout &&
-        std::chrono::steady_clock::now() >= deadline) {
-      // One last look: the key may have arrived with the timeout.
-      bool all = true;
-      for (const auto& k : missing) all = all && values_.count(k) != 0;
-      if (!all) {
-        return common::timeout_error("timed out after " + std::to_string(timeout.count()) +
-                                     " ms waiting for keys: " + join_keys(missing));
-      }
+    // The keys are checked once more after the deadline: one may have
+    // arrived with the timeout.
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      return common::timeout_error("timed out after " + std::to_string(timeout.count()) +
+                                   " ms waiting for keys: " + join_keys(missing));
     }
+    if (cancelled && cancelled()) {
+      return Status{common::StatusCode::kCancelled,
+                    "gave up waiting for keys: " + join_keys(missing)};
+    }
+    auto until = deadline;
+    if (cancelled && until - now > kCancelPoll) until = now + kCancelPoll;
+    changed_.wait_until(lock, until);
   }
   std::vector<std::string> out;
   out.reserve(keys.size());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -23,6 +24,11 @@ class KvStore final : public common::Store {
   // keys; kCancelled once close() was called.
   Result<std::vector<std::string>> get(const std::vector<std::string>& keys,
                                        std::chrono::milliseconds timeout) override;
+  // Like get(); also gives up with kCancelled once `cancelled` returns true
+  // (polled every 100 ms), e.g. when the gRPC client went away.
+  Result<std::vector<std::string>> get(const std::vector<std::string>& keys,
+                                       std::chrono::milliseconds timeout,
+                                       const std::function<bool()>& cancelled);
   // kInvalidArgument when the stored value is not a decimal integer.
   Result<int64_t> add(const std::string& key, int64_t delta) override;
   Result<bool> check(const std::vector<std::string>& keys) override;

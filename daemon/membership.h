@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -34,8 +35,15 @@ class Membership {
   // Errors: kInvalidArgument (rank out of range, size differs from the job's),
   // kAlreadyExists (rank joined twice in an epoch that is not complete),
   // kTimeout naming the ranks still missing, kCancelled after close().
+  // A join that fails after it was counted (timeout, cancel) is withdrawn, so
+  // the rank can join again.
   Result<JoinResult> join(int requested_rank, int size, const std::string& host, int64_t pid,
                           std::chrono::milliseconds timeout);
+  // Like join(); also gives up with kCancelled once `cancelled` returns true
+  // (polled every 100 ms), e.g. when the gRPC client went away.
+  Result<JoinResult> join(int requested_rank, int size, const std::string& host, int64_t pid,
+                          std::chrono::milliseconds timeout,
+                          const std::function<bool()>& cancelled);
 
   int size() const { return size_; }
   // Ranks that have not joined the current epoch, ascending.
@@ -50,6 +58,8 @@ class Membership {
   void close();
 
  private:
+  std::vector<int> missing_ranks_locked() const;
+
   const int size_;
   mutable std::mutex mu_;
   std::condition_variable changed_;

@@ -41,7 +41,11 @@ struct ProcessEvent {
 class Supervisor {
  public:
   // Called on the supervisor thread, in order; all output a process wrote
-  // before it exited is delivered before its kExit event.
+  // before it exited is delivered before its kExit event. Lines of one
+  // stream keep their order; stdout and stderr of a process interleave only
+  // roughly. Output written after the exit by the process's own children
+  // (which may hold the pipes) is not delivered. The sink must return
+  // quickly and must not call terminate_all() or destroy the Supervisor.
   using EventSink = std::function<void(const ProcessEvent&)>;
 
   explicit Supervisor(EventSink sink);
@@ -60,10 +64,16 @@ class Supervisor {
 
   // SIGTERM to every live process group, SIGKILL to those still alive after
   // `grace`; returns once every group is gone. Returns how many needed SIGKILL.
+  // A group counts as gone once only zombies are left in it (an orphaned
+  // grandchild waits for init to reap it). It also waits (up to 1 s) for the
+  // leaders to be reaped, so their kExit events are out when it returns.
   int terminate_all(std::chrono::milliseconds grace);
 
-  // Number of spawned processes that have not been reaped yet.
+  // Number of spawned processes that have not been reaped yet; drops before
+  // the process's kExit event is delivered.
   int running() const;
+
+  // Every method is thread-safe.
 
  private:
   struct Impl;

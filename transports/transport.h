@@ -49,9 +49,11 @@ class Transport {
   // send_counts[r] bytes of `in` go to rank r; recv_counts[r] bytes arrive from r.
   virtual Status alltoallv(ConstBuffer in, std::span<const int64_t> send_counts, Buffer out,
                            std::span<const int64_t> recv_counts) = 0;
-  // Reduces `in` (the sum of recv_counts bytes) across ranks; rank r keeps the
-  // recv_counts[r] bytes at offset sum(recv_counts[0..r)) in `out`.
-  // (The design card's signature plus recv_counts: uneven splits need them.)
+  // Reduces `in` (the sum of recv_counts bytes, the same recv_counts on every
+  // rank) across ranks; rank r's `out` (recv_counts[r] bytes) receives the
+  // part of the reduced result at offset sum(recv_counts[0..r)).
+  // op as for allreduce. (The design card's signature plus recv_counts:
+  // uneven splits need them.)
   virtual Status reducescatter(ConstBuffer in, Buffer out, std::span<const int64_t> recv_counts,
                                DataType type, ReduceOp op) = 0;
   virtual Status barrier() = 0;

@@ -72,6 +72,11 @@ HVD_EXPORT int hvd_allgather(const void* in, int64_t count, int dtype, void* out
                              const int64_t* counts);
 HVD_EXPORT int hvd_barrier(void);
 
+/* Looks up the constant called `name` ("HVD_FLOAT32", "HVD_OP_SUM",
+ * "HVD_ERR_TIMEOUT", ...) into *value: HVD_OK, or HVD_ERR_NOT_FOUND when
+ * there is no such constant. */
+HVD_EXPORT int hvd_constant(const char* name, int64_t* value);
+
 /* The message of the last failed call on this thread ("" if none). */
 HVD_EXPORT const char* hvd_last_error(void);
 HVD_EXPORT const char* hvd_version(void);

@@ -88,4 +88,7 @@ std::vector<T> allgather(std::span<const T> in) {
 
 inline void barrier() { detail::check(hvd_barrier()); }
 
+// The library's version, e.g. "0.1.0".
+inline std::string version() { return hvd_version(); }
+
 }  // namespace hvd

@@ -1,0 +1,113 @@
+#include "launcher/agent_client.h"
+
+#include "common/logging.h"
+#include "proto/rpc_auth.h"
+#include "proto/rpc_status.h"
+
+namespace hvd::launcher {
+
+namespace {
+
+void prepare(grpc::ClientContext& context, const std::string& secret,
+             std::chrono::milliseconds timeout) {
+  proto::attach_token(context, secret);
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+}
+
+}  // namespace
+
+AgentClient::AgentClient(std::string address, std::string secret)
+    : address_(std::move(address)),
+      secret_(std::move(secret)),
+      stub_(hvd::v1::Agent::NewStub(
+          grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()))) {}
+
+AgentClient::~AgentClient() { stop_watch(); }
+
+common::Status AgentClient::launch(const hvd::v1::LaunchRequest& request,
+                                   std::chrono::milliseconds timeout) {
+  grpc::ClientContext context;
+  prepare(context, secret_, timeout);
+  hvd::v1::LaunchReply reply;
+  grpc::Status status = stub_->Launch(&context, request, &reply);
+  if (!status.ok()) {
+    // The agent's own message as it is: it says which command could not be run.
+    return common::Status(proto::from_grpc(status, "Launch").code(), status.error_message());
+  }
+  for (const auto& started : reply.started()) {
+    spdlog::debug("rank {} started as pid {}", started.rank(), started.pid());
+  }
+  return common::Status::ok();
+}
+
+common::Result<int> AgentClient::terminate(const std::string& job_id,
+                                           std::chrono::milliseconds grace,
+                                           std::chrono::milliseconds timeout) {
+  grpc::ClientContext context;
+  prepare(context, secret_, timeout);
+  hvd::v1::TerminateRequest request;
+  request.set_job_id(job_id);
+  request.set_grace_ms(grace.count());
+  hvd::v1::TerminateReply reply;
+  grpc::Status status = stub_->Terminate(&context, request, &reply);
+  if (!status.ok()) return proto::from_grpc(status, "agent Terminate at " + address_);
+  return reply.killed();
+}
+
+common::Status AgentClient::signal(const std::string& job_id, int signo,
+                                   std::chrono::milliseconds timeout) {
+  grpc::ClientContext context;
+  prepare(context, secret_, timeout);
+  hvd::v1::SignalRequest request;
+  request.set_job_id(job_id);
+  request.set_signal(signo);
+  hvd::v1::SignalReply reply;
+  return proto::from_grpc(stub_->Signal(&context, request, &reply), "agent Signal at " + address_);
+}
+
+common::Result<hvd::v1::InfoReply> AgentClient::info(std::chrono::milliseconds timeout) {
+  grpc::ClientContext context;
+  prepare(context, secret_, timeout);
+  hvd::v1::InfoReply reply;
+  grpc::Status status = stub_->Info(&context, hvd::v1::InfoRequest{}, &reply);
+  if (!status.ok()) return proto::from_grpc(status, "agent Info at " + address_);
+  return reply;
+}
+
+void AgentClient::start_watch(const std::string& job_id, EventQueue& queue) {
+  std::lock_guard<std::mutex> lock(mu_);
+  proto::attach_token(watch_context_, secret_);
+  watch_thread_ = std::thread([this, job_id, q = &queue] { read_watch(job_id, q); });
+}
+
+void AgentClient::stop_watch() {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!watch_thread_.joinable()) return;
+  watch_context_.TryCancel();
+  watch_thread_.join();
+}
+
+void AgentClient::read_watch(std::string job_id, EventQueue* queue) {
+  common::Status end;
+  try {
+    hvd::v1::WatchRequest request;
+    request.set_job_id(job_id);
+    auto reader = stub_->Watch(&watch_context_, request);
+    hvd::v1::WatchEvent event;
+    while (reader->Read(&event)) {
+      if (event.has_output()) {
+        const auto& out = event.output();
+        queue->push(WorkerOutput{out.rank(), out.stream() == hvd::v1::STDERR, out.text()});
+      } else if (event.has_exit()) {
+        const auto& exit = event.exit();
+        queue->push(WorkerExited{exit.rank(), exit.pid(), exit.exit_code(), exit.signal()});
+      }
+    }
+    end = proto::from_grpc(reader->Finish(), "agent Watch at " + address_);
+  } catch (const std::exception& e) {
+    end = common::internal_error(std::string("agent Watch reader failed: ") + e.what());
+  }
+  queue->push(WatchEnded{end});
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,61 @@
+// Client of one Agent service (the agent embedded in hvdrun today; remote
+// hvd-agent daemons later: the same calls). Every call carries the agent's
+// secret and a deadline. The Watch stream is read on a thread of its own that
+// turns its messages into JobEvents on the driver's queue.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "common/status.h"
+#include "hvd/v1/agent.grpc.pb.h"
+#include "launcher/job_events.h"
+
+namespace hvd::launcher {
+
+class AgentClient {
+ public:
+  // `address` is host:port; `secret` the agent's bearer token (never logged).
+  AgentClient(std::string address, std::string secret);
+  // Stops the Watch reader.
+  ~AgentClient();
+  AgentClient(const AgentClient&) = delete;
+  AgentClient& operator=(const AgentClient&) = delete;
+
+  const std::string& address() const { return address_; }
+
+  // Starts the workers. kNotFound / kFailedPrecondition when the command
+  // cannot be found / executed (the agent then starts nothing).
+  common::Status launch(const hvd::v1::LaunchRequest& request, std::chrono::milliseconds timeout);
+
+  // SIGTERM to every worker process group of the job, SIGKILL after `grace`;
+  // returns once they are gone: the number of groups that needed SIGKILL.
+  common::Result<int> terminate(const std::string& job_id, std::chrono::milliseconds grace,
+                                std::chrono::milliseconds timeout);
+
+  common::Status signal(const std::string& job_id, int signo, std::chrono::milliseconds timeout);
+
+  common::Result<hvd::v1::InfoReply> info(std::chrono::milliseconds timeout);
+
+  // Reads the job's Watch stream on a new thread: WorkerOutput and
+  // WorkerExited events, then exactly one WatchEnded. Call once.
+  void start_watch(const std::string& job_id, EventQueue& queue);
+
+  // Cancels the Watch stream (if still open) and joins its reader.
+  void stop_watch();
+
+ private:
+  void read_watch(std::string job_id, EventQueue* queue);
+
+  std::string address_;
+  std::string secret_;
+  std::unique_ptr<hvd::v1::Agent::Stub> stub_;
+  std::mutex mu_;
+  grpc::ClientContext watch_context_;
+  std::thread watch_thread_;
+};
+
+}  // namespace hvd::launcher

@@ -1,0 +1,237 @@
+#include "launcher/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <map>
+#include <sstream>
+
+#include "launcher/exit_codes.h"
+
+#ifndef HVD_VERSION
+#define HVD_VERSION "unknown"
+#endif
+
+namespace hvd::launcher {
+
+namespace {
+
+constexpr char kUsage[] = "usage: hvdrun [OPTIONS] COMMAND [ARGS...]";
+
+// CLI11 does not know about the command after the options: say so in --help.
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_usage(const CLI::App* /*app*/, std::string name) const override {
+    return "Usage: " + name + " [OPTIONS] COMMAND [ARGS...]\n";
+  }
+};
+
+const char* value_name(config::SettingType type) {
+  switch (type) {
+    case config::SettingType::kPositiveInt: return "N";
+    case config::SettingType::kLogLevel: return "LEVEL";
+    case config::SettingType::kString: return "TEXT";
+  }
+  return "TEXT";
+}
+
+std::string flag_for(std::string_view key) {
+  std::string flag = "--" + std::string(key);
+  std::replace(flag.begin(), flag.end(), '_', '-');
+  return flag;
+}
+
+// CLI11 messages may span lines; the user gets exactly one.
+std::string one_line(std::string_view text) {
+  std::string out;
+  for (char c : text) out += (c == '\n' || c == '\r') ? ' ' : c;
+  while (!out.empty() && out.back() == ' ') out.pop_back();
+  return out;
+}
+
+CliExit usage_error(std::string_view message) {
+  return {exit_code::kUsage, "", "hvdrun: error: " + one_line(message) + "\n"};
+}
+
+bool valid_env_name(std::string_view name) {
+  if (name.empty() || std::isdigit(static_cast<unsigned char>(name.front()))) return false;
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+// Splits the arguments into hvdrun's options and the command: the command
+// starts at the first argument that is neither an option nor an option's
+// value (or right after "--"). This is what CLI11's prefix_command does, but
+// unknown flags before the command stay errors instead of becoming part of
+// the command. Also spells Horovod's "-np" as "--np" (CLI11 short names are
+// one character).
+struct SplitArgs {
+  std::vector<std::string> options;
+  std::vector<std::string> command;
+};
+
+SplitArgs split_arguments(const CLI::App& app, const std::vector<std::string>& args) {
+  SplitArgs out;
+  size_t i = 0;
+  for (; i < args.size(); ++i) {
+    std::string arg = args[i];
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg == "-np" || arg.rfind("-np=", 0) == 0) arg.insert(0, "-");
+    if (arg.size() < 2 || arg[0] != '-') break;
+    out.options.push_back(arg);
+    bool is_long = arg[1] == '-';
+    std::string name = is_long ? arg.substr(0, arg.find('=')) : arg.substr(0, 2);
+    bool value_attached = is_long ? arg.find('=') != std::string::npos : arg.size() > 2;
+    const CLI::Option* opt = app.get_option_no_throw(name);
+    if (opt != nullptr && !value_attached && opt->get_items_expected_min() > 0 &&
+        i + 1 < args.size()) {
+      out.options.push_back(args[++i]);
+    }
+  }
+  out.command.assign(args.begin() + static_cast<std::ptrdiff_t>(std::min(i, args.size())),
+                     args.end());
+  return out;
+}
+
+}  // namespace
+
+CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLookup& lookup) {
+  CLI::App app{
+      "hvdrun: starts a distributed hvd job: NP copies of COMMAND, one per slot, "
+      "each told its rank through HVD_* environment variables.",
+      "hvdrun"};
+  app.formatter(std::make_shared<HelpFormatter>());
+  app.footer(
+      "Everything from COMMAND on is passed to the workers unparsed (or put it after "
+      "\"--\").\nExit code: 0 when every worker succeeds, else the first failing "
+      "worker's; 2 usage error, 124 rendezvous timeout, 126/127 command not executable/"
+      "not found, 128+N signal N.");
+  app.set_version_flag("--version", std::string("hvdrun (hvd) ") + HVD_VERSION);
+
+  int np = 0;
+  std::string host_list;
+  std::string hostfile;
+  std::string output_dir;
+  std::string config_file;
+  bool verbose = false;
+  std::vector<std::string> env_args;
+
+  app.add_option("--np,--num-proc", np, "Number of worker processes (also spelled -np)")
+      ->type_name("N");
+  auto* hosts_opt = app.add_option("-H,--hosts", host_list,
+                                   "Hosts and their slots: host:slots,... (default localhost:NP)")
+                        ->type_name("HOSTS");
+  auto* hostfile_opt =
+      app.add_option("--hostfile", hostfile, "File of 'host slots=N' lines (# comments)")
+          ->type_name("FILE");
+  hosts_opt->excludes(hostfile_opt);
+  app.add_option("--output-filename", output_dir,
+                 "Also write each rank's output to DIR/rank.N/stdout and DIR/rank.N/stderr")
+      ->type_name("DIR");
+  app.add_flag("--verbose", verbose, "Print the rank plan and the rendezvous address");
+  app.add_option("-x,--env", env_args,
+                 "NAME=VALUE, or NAME to pass hvdrun's own value, for every worker (repeatable)")
+      ->type_name("NAME[=VALUE]");
+  app.add_option("--config-file", config_file, "YAML file of tunables (see config/hvd.yaml)")
+      ->type_name("FILE");
+
+  // One flag per tunable of the settings table.
+  std::map<std::string, std::string> tunable_values;
+  std::vector<std::pair<const config::SettingSpec*, CLI::Option*>> tunables;
+  for (const auto& spec : config::all_settings()) {
+    std::string help = std::string(spec.help) + " [env " + std::string(spec.env) + ", default " +
+                       std::string(spec.default_value) + "]";
+    auto* opt = app.add_option(flag_for(spec.key), tunable_values[std::string(spec.key)], help)
+                    ->type_name(value_name(spec.type));
+    tunables.emplace_back(&spec, opt);
+  }
+
+  // A repeated scalar option takes its last value, as in most launchers.
+  for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_items_expected_max() == 1)
+      opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  }
+
+  SplitArgs split = split_arguments(app, args);
+  try {
+    std::vector<std::string> reversed(split.options.rbegin(), split.options.rend());
+    app.parse(reversed);
+  } catch (const CLI::Success& e) {  // --help, --version
+    std::ostringstream out;
+    std::ostringstream err;
+    int code = app.exit(e, out, err);
+    return CliExit{code, out.str(), err.str()};
+  } catch (const CLI::ParseError& e) {
+    return usage_error(e.what());
+  }
+
+  if (split.command.empty()) return usage_error(std::string("missing command (") + kUsage + ")");
+
+  LaunchOptions options;
+  options.command = std::move(split.command);
+  options.verbose = verbose;
+  options.output_dir = output_dir;
+
+  // Settings: default < config file < environment < command line.
+  if (!config_file.empty()) {
+    common::Status s = options.settings.apply_config_file(config_file);
+    if (!s.is_ok()) return usage_error(s.message());
+  }
+  if (common::Status s = options.settings.apply_environment(lookup); !s.is_ok()) {
+    return usage_error(s.message());
+  }
+  for (const auto& [spec, opt] : tunables) {
+    if (opt->count() == 0) continue;
+    common::Status s = options.settings.set(spec->key, tunable_values[std::string(spec->key)],
+                                            flag_for(spec->key));
+    if (!s.is_ok()) return usage_error(s.message());
+  }
+
+  // Hosts and the number of processes.
+  bool np_given = app.get_option("--np")->count() > 0;
+  if (np_given && np < 1) {
+    return usage_error("-np " + std::to_string(np) + ": need at least 1 process");
+  }
+  if (hosts_opt->count() > 0) {
+    auto hosts = parse_host_list(host_list);
+    if (!hosts.is_ok()) return usage_error("-H: " + hosts.status().message());
+    options.hosts = std::move(hosts).value();
+  } else if (hostfile_opt->count() > 0) {
+    auto hosts = parse_hostfile(hostfile);
+    if (!hosts.is_ok()) return usage_error(hosts.status().message());
+    options.hosts = std::move(hosts).value();
+  } else if (np_given) {
+    options.hosts = {HostSlots{"localhost", np}};
+  } else {
+    return usage_error("-np is required when neither -H nor --hostfile is given");
+  }
+  if (np_given) {
+    options.np = np;
+  } else {
+    for (const auto& h : options.hosts) options.np += h.slots;
+  }
+
+  // -x NAME=VALUE / -x NAME
+  for (const auto& arg : env_args) {
+    size_t eq = arg.find('=');
+    std::string name = arg.substr(0, eq);
+    if (!valid_env_name(name)) {
+      return usage_error("-x '" + arg + "': '" + name +
+                         "' is not a valid environment variable name");
+    }
+    if (eq != std::string::npos) {
+      options.extra_env.emplace_back(name, arg.substr(eq + 1));
+    } else if (const char* value = lookup(name.c_str()); value != nullptr) {
+      options.extra_env.emplace_back(name, value);
+    } else {
+      options.warnings.push_back("-x " + name + ": not set in hvdrun's environment, not passed on");
+    }
+  }
+  return options;
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,43 @@
+// hvdrun's command line (CLI11) -> LaunchOptions. Everything from the first
+// argument that is not an option (or after "--") is the command and its own
+// arguments, never parsed as hvdrun flags.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "config/settings.h"
+#include "launcher/host_spec.h"
+
+namespace hvd::launcher {
+
+struct LaunchOptions {
+  int np = 0;
+  std::vector<HostSlots> hosts;  // from -H or --hostfile; localhost:np when neither
+  std::string output_dir;        // --output-filename; empty: no per-rank logs
+  bool verbose = false;
+  std::vector<std::pair<std::string, std::string>> extra_env;  // -x, in order
+  config::Settings settings;  // default < config file < environment < flags
+  std::vector<std::string> command;
+  std::vector<std::string> warnings;  // for the user, one line each
+};
+
+// --help, --version or an error: what to print and the exit code.
+struct CliExit {
+  int code = 0;
+  std::string out;  // for stdout
+  std::string err;  // for stderr: one "hvdrun: error: ..." line
+};
+
+using CliOutcome = std::variant<LaunchOptions, CliExit>;
+
+// getenv-like lookup, so tests can supply the environment.
+using EnvLookup = std::function<const char*(const char*)>;
+
+// `args` excludes the program name.
+CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLookup& lookup);
+
+}  // namespace hvd::launcher

@@ -1,0 +1,382 @@
+#include "launcher/job_driver.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "common/logging.h"
+#include "common/token.h"
+#include "daemon/agent_service.h"
+#include "daemon/grpc_server.h"
+#include "daemon/rendezvous_service.h"
+#include "launcher/exit_codes.h"
+#include "launcher/signal_watcher.h"
+#include "launcher/worker_env.h"
+
+namespace hvd::launcher {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using std::chrono::seconds;
+
+constexpr char kLoopback[] = "127.0.0.1";
+// How often the driver wakes without events (start-timeout checks).
+constexpr milliseconds kTick{100};
+// Deadlines of the agent calls that do not depend on the grace period.
+constexpr milliseconds kLaunchTimeout{60'000};
+constexpr milliseconds kSignalTimeout{5'000};
+// Terminate may take the grace period; the call gets this much on top.
+constexpr milliseconds kTerminateSlack{10'000};
+// After the last exit (or after Terminate), how long remaining output may take.
+constexpr milliseconds kDrainTimeout{5'000};
+// In-flight calls get this long when a server shuts down.
+constexpr milliseconds kServerShutdownGrace{1'000};
+// A worker that fails this close to the start timeout, while the rendezvous
+// is still incomplete, failed because of it: its own Join timed out.
+constexpr milliseconds kStartTimeoutSlack{1'000};
+// When one worker dies, its peers fail a moment later with a transport error,
+// usually with the generic exit code 1, and the agent may report them in the
+// same batch as the first, in rank order. So failures are gathered this long
+// after the first one; the one that decides the job is the first that is not
+// a plain "exit code 1" (a signal or a specific code), else simply the first.
+constexpr milliseconds kFailureSettle{300};
+
+template <class... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
+std::string join_ranks(const std::vector<int>& ranks) {
+  std::string out;
+  for (int r : ranks) {
+    if (!out.empty()) out += ", ";
+    out += std::to_string(r);
+  }
+  return out;
+}
+
+}  // namespace
+
+JobDriver::JobDriver(const LaunchOptions& options, std::vector<RankSlot> plan)
+    : options_(options),
+      plan_(std::move(plan)),
+      start_timeout_(options.settings.get_int("start_timeout")),
+      terminate_grace_(options.settings.get_int("terminate_grace")),
+      sink_(stdout, stderr),
+      exited_(plan_.size(), false),
+      joined_once_(plan_.size(), false) {}
+
+JobDriver::~JobDriver() { shutdown(); }
+
+int JobDriver::run() {
+  SignalWatcher signals([this](int signo) { queue_.push(SignalReceived{signo}); });
+  int code = start();
+  if (code == exit_code::kSuccess) code = supervise();
+  shutdown();
+  return code;
+}
+
+void JobDriver::error_line(const std::string& message) {
+  std::fprintf(stderr, "hvdrun: error: %s\n", message.c_str());
+  std::fflush(stderr);
+}
+
+int JobDriver::start() {
+  auto job_token = common::generate_token();
+  auto agent_secret = common::generate_token();
+  auto id = common::generate_token();
+  for (const auto* r : {&job_token, &agent_secret, &id}) {
+    if (!r->is_ok()) {
+      error_line(r->status().message());
+      return exit_code::kInternalError;
+    }
+  }
+  job_id_ = "job-" + id->substr(0, 12);
+  const int np = static_cast<int>(plan_.size());
+
+  if (!options_.output_dir.empty()) {
+    if (common::Status s = sink_.open_log_dir(options_.output_dir, np); !s.is_ok()) {
+      error_line(s.message());
+      return exit_code::kUsage;
+    }
+  }
+
+  rendezvous_ = std::make_unique<daemon::RendezvousService>(*job_token, np);
+  auto rendezvous_server = daemon::GrpcServer::start(kLoopback, 0, {rendezvous_.get()});
+  if (!rendezvous_server.is_ok()) {
+    error_line("cannot start the rendezvous service: " + rendezvous_server.status().message());
+    return exit_code::kInternalError;
+  }
+  rendezvous_server_ = std::move(rendezvous_server).value();
+
+  agent_ = std::make_unique<daemon::AgentService>(daemon::AgentOptions{*agent_secret, np});
+  auto agent_server = daemon::GrpcServer::start(kLoopback, 0, {agent_.get()});
+  if (!agent_server.is_ok()) {
+    error_line("cannot start the embedded agent: " + agent_server.status().message());
+    return exit_code::kInternalError;
+  }
+  agent_server_ = std::move(agent_server).value();
+  client_ = std::make_unique<AgentClient>(agent_server_->address(), *agent_secret);
+
+  JobContext job{job_id_, *job_token, rendezvous_server_->address(), kLoopback, np};
+  std::error_code cwd_error;
+  std::string cwd = std::filesystem::current_path(cwd_error).string();
+  const Environment base = current_environment();
+  const Environment settings = options_.settings.to_environment();
+
+  if (options_.verbose) {
+    const size_t hosts = planned_hosts(plan_).size();
+    std::fprintf(stderr, "hvdrun: job %s: %d process%s on %zu host%s (%s)\n", job_id_.c_str(), np,
+                 np == 1 ? "" : "es", hosts, hosts == 1 ? "" : "s",
+                 describe_hosts(options_.hosts).c_str());
+    for (const auto& slot : plan_) {
+      std::fprintf(stderr, "hvdrun: rank %d on %s: local_rank %d of %d, cross_rank %d of %d\n",
+                   slot.rank, slot.host.c_str(), slot.local_rank, slot.local_size, slot.cross_rank,
+                   slot.cross_size);
+    }
+    std::fprintf(stderr, "hvdrun: rendezvous at %s, agent at %s\n",
+                 rendezvous_server_->address().c_str(), agent_server_->address().c_str());
+  }
+
+  hvd::v1::LaunchRequest request;
+  request.set_job_id(job_id_);
+  for (const auto& slot : plan_) {
+    Environment env = worker_environment(base, settings, options_.extra_env, slot, job);
+    if (options_.verbose) {
+      std::fprintf(stderr, "hvdrun: rank %d environment: %s\n", slot.rank,
+                   describe_worker_environment(env, options_.extra_env).c_str());
+    }
+    auto* worker = request.add_workers();
+    worker->set_rank(slot.rank);
+    for (const auto& arg : options_.command) worker->add_argv(arg);
+    worker->mutable_env()->insert(env.begin(), env.end());
+    worker->set_cwd(cwd);
+  }
+  std::fflush(stderr);
+
+  common::Status launched = client_->launch(request, kLaunchTimeout);
+  if (!launched.is_ok()) {
+    // The agent says which command it could not run, and why.
+    switch (launched.code()) {
+      case common::StatusCode::kNotFound:
+        error_line(launched.message());
+        return exit_code::kCommandNotFound;
+      case common::StatusCode::kFailedPrecondition:
+        error_line(launched.message());
+        return exit_code::kCannotExecute;
+      default:
+        error_line("cannot launch the workers: " + launched.message());
+        return exit_code::kInternalError;
+    }
+  }
+  client_->start_watch(job_id_, queue_);
+  return exit_code::kSuccess;
+}
+
+int JobDriver::supervise() {
+  const int np = static_cast<int>(plan_.size());
+  std::optional<Clock::time_point> drain_deadline;
+  while (true) {
+    const auto now = Clock::now();
+    if (settle_deadline_ && (now >= *settle_deadline_ || exited_count_ == np)) report_failure();
+    if (!terminating_) track_joins();
+    if (!terminating_ && !settle_deadline_) check_start_timeout(now);
+    if (!terminating_ && !settle_deadline_ && exited_count_ == np) {
+      // Every worker exited with 0; the stream ends after their last output.
+      finish(exit_code::kSuccess);
+      if (watch_ended_) break;
+      if (!drain_deadline) drain_deadline = now + kDrainTimeout;
+    }
+    if (!terminating_ && watch_ended_ && exited_count_ < np) {
+      error_line("lost the agent's event stream with " + std::to_string(np - exited_count_) +
+                 " workers still running");
+      finish(exit_code::kInternalError);
+      begin_terminate();
+    }
+    if (terminating_ && terminate_done_) {
+      if (watch_ended_) break;
+      if (!drain_deadline) drain_deadline = now + kDrainTimeout;
+    }
+    if (drain_deadline && now >= *drain_deadline) {
+      spdlog::warn("the agent's event stream did not end within {} ms; not waiting for more output",
+                   kDrainTimeout.count());
+      break;
+    }
+
+    auto wake = now + kTick;
+    if (settle_deadline_ && *settle_deadline_ < wake) wake = *settle_deadline_;
+    std::optional<JobEvent> event = queue_.pop_until(wake);
+    if (!event) continue;
+    std::visit(Overloaded{
+                   [&](const WorkerOutput& out) { sink_.write(out.rank, out.is_stderr, out.text); },
+                   [&](const WorkerExited& exit) { handle(exit); },
+                   [&](const WatchEnded& end) {
+                     watch_ended_ = true;
+                     if (!end.status.is_ok() && !terminating_) {
+                       spdlog::warn("{}", end.status.to_string());
+                     }
+                   },
+                   [&](const SignalReceived& sig) { handle(sig); },
+                   [&](const TerminateDone& done) {
+                     terminate_done_ = true;
+                     if (!done.status.is_ok()) {
+                       spdlog::warn("terminating the workers: {}", done.status.to_string());
+                     }
+                   },
+               },
+               *event);
+  }
+  return exit_code_.value_or(exit_code::kInternalError);
+}
+
+void JobDriver::handle(const WorkerExited& exit) {
+  if (exit.rank < 0 || exit.rank >= static_cast<int>(exited_.size()) || exited_[exit.rank]) {
+    spdlog::warn("exit event for unknown rank {} (pid {})", exit.rank, exit.pid);
+    return;
+  }
+  exited_[exit.rank] = true;
+  ++exited_count_;
+  spdlog::debug("rank {} (pid {}) exited: code {} signal {}", exit.rank, exit.pid, exit.exit_code,
+                exit.signal);
+  // Once hvdrun is terminating the job, exits are expected: not failures.
+  if (terminating_ || (exit.exit_code == 0 && exit.signal == 0)) return;
+
+  // A worker whose own rendezvous Join timed out: report the start timeout.
+  if (!settle_deadline_) {
+    if (auto missing = overdue_ranks(Clock::now(), kStartTimeoutSlack); !missing.empty()) {
+      report_start_timeout(missing);
+      return;
+    }
+    settle_deadline_ = Clock::now() + kFailureSettle;
+  }
+  pending_failures_.push_back(exit);
+}
+
+void JobDriver::report_failure() {
+  settle_deadline_.reset();
+  if (pending_failures_.empty()) return;
+  auto generic = [](const WorkerExited& e) { return e.signal == 0 && e.exit_code == 1; };
+  auto chosen = std::find_if(pending_failures_.begin(), pending_failures_.end(),
+                             [&](const WorkerExited& e) { return !generic(e); });
+  const WorkerExited exit = chosen != pending_failures_.end() ? *chosen : pending_failures_.front();
+  pending_failures_.clear();
+
+  const std::string& host = plan_[static_cast<size_t>(exit.rank)].host;
+  std::string who = "rank " + std::to_string(exit.rank) + " on host " + host;
+  if (exit.signal != 0) {
+    error_line(who + " was killed by signal " + std::to_string(exit.signal) + " (" +
+               signal_name(exit.signal) + ")");
+    finish(exit_code::kSignalBase + exit.signal);
+  } else {
+    error_line(who + " exited with code " + std::to_string(exit.exit_code));
+    finish(exit.exit_code);
+  }
+  begin_terminate();
+}
+
+void JobDriver::handle(const SignalReceived& sig) {
+  // A failure that came first decides the exit code; the signal still ends the job.
+  if (settle_deadline_) report_failure();
+  if (!signalled_) {
+    signalled_ = true;
+    std::fprintf(stderr, "hvdrun: received %s, terminating workers\n",
+                 signal_name(sig.signal).c_str());
+    std::fflush(stderr);
+    finish(exit_code::kSignalBase + sig.signal);
+    begin_terminate();
+    return;
+  }
+  if (killed_) return;
+  killed_ = true;
+  std::fprintf(stderr, "hvdrun: received %s again, killing workers\n",
+               signal_name(sig.signal).c_str());
+  std::fflush(stderr);
+  common::Status s = client_->signal(job_id_, SIGKILL, kSignalTimeout);
+  if (!s.is_ok()) spdlog::warn("killing the workers: {}", s.to_string());
+}
+
+void JobDriver::track_joins() {
+  const daemon::Membership& membership = rendezvous_->membership();
+  if (membership.epoch() != 0 || !membership.first_join_time()) return;
+  std::vector<bool> joined(joined_once_.size(), true);
+  for (int rank : membership.missing_ranks()) joined[static_cast<size_t>(rank)] = false;
+  for (size_t r = 0; r < joined.size(); ++r) joined_once_[r] = joined_once_[r] || joined[r];
+}
+
+std::vector<int> JobDriver::overdue_ranks(Clock::time_point now, milliseconds slack) {
+  const daemon::Membership& membership = rendezvous_->membership();
+  // Only the first rendezvous is timed here; later epochs are the runtime's.
+  if (membership.epoch() != 0 || membership.complete()) return {};
+  auto first = membership.first_join_time();
+  if (!first || now - *first < start_timeout_ - slack) return {};
+  // A rank whose own Join timed out has been withdrawn from the membership:
+  // it did call init, so it is not named.
+  track_joins();
+  std::vector<int> missing;
+  for (int rank : membership.missing_ranks()) {
+    if (!joined_once_[static_cast<size_t>(rank)]) missing.push_back(rank);
+  }
+  return missing;
+}
+
+void JobDriver::check_start_timeout(Clock::time_point now) {
+  if (auto missing = overdue_ranks(now, milliseconds(0)); !missing.empty()) {
+    report_start_timeout(missing);
+  }
+}
+
+void JobDriver::report_start_timeout(const std::vector<int>& missing) {
+  error_line("rendezvous timed out after " + std::to_string(start_timeout_.count()) +
+             " s: " + (missing.size() == 1 ? "rank " : "ranks ") + join_ranks(missing) +
+             " never joined (a worker must call hvd.init())");
+  finish(exit_code::kRendezvousTimeout);
+  begin_terminate();
+}
+
+void JobDriver::finish(int code) {
+  if (!exit_code_) exit_code_ = code;
+}
+
+void JobDriver::begin_terminate() {
+  if (terminating_) return;
+  terminating_ = true;
+  const milliseconds grace = terminate_grace_;
+  terminator_ = std::thread([this, grace] {
+    auto killed = client_->terminate(job_id_, grace, grace + kTerminateSlack);
+    if (killed.is_ok() && *killed > 0) {
+      spdlog::info("{} worker process groups needed SIGKILL", *killed);
+    }
+    queue_.push(TerminateDone{killed.status()});
+  });
+}
+
+void JobDriver::shutdown() {
+  const milliseconds grace = terminate_grace_;
+  if (client_ && !terminating_) {
+    // Nothing should be left on this path; Terminate makes sure of it (and
+    // takes any grandchild still in a worker's process group with it).
+    terminating_ = true;
+    auto killed = client_->terminate(job_id_, grace, grace + kTerminateSlack);
+    if (!killed.is_ok()) spdlog::debug("final terminate: {}", killed.status().to_string());
+  }
+  if (terminator_.joinable()) terminator_.join();
+  if (client_) client_->stop_watch();
+  if (rendezvous_) rendezvous_->close();
+  if (rendezvous_server_) rendezvous_server_->shutdown(kServerShutdownGrace);
+  if (agent_) agent_->shutdown(grace);
+  if (agent_server_) agent_server_->shutdown(kServerShutdownGrace);
+  client_.reset();
+  rendezvous_server_.reset();
+  agent_server_.reset();
+  agent_.reset();
+  rendezvous_.reset();
+  sink_.close();
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,74 @@
+// Everything the job driver reacts to arrives as a JobEvent on one queue:
+// worker output and exits (from the Watch stream reader), the end of that
+// stream, signals to hvdrun (from the signal watcher) and the completion of
+// an asynchronous Terminate. One driver thread pops; any thread pushes.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "common/status.h"
+
+namespace hvd::launcher {
+
+struct WorkerOutput {
+  int rank = 0;
+  bool is_stderr = false;
+  std::string text;  // one line without '\n'
+};
+
+struct WorkerExited {
+  int rank = 0;
+  int64_t pid = 0;
+  int exit_code = 0;  // when signal == 0
+  int signal = 0;     // the signal that ended the worker, or 0
+};
+
+// The agent's Watch stream ended: normally (every worker exited) or not.
+struct WatchEnded {
+  common::Status status;
+};
+
+struct SignalReceived {
+  int signal = 0;
+};
+
+struct TerminateDone {
+  common::Status status;
+};
+
+using JobEvent =
+    std::variant<WorkerOutput, WorkerExited, WatchEnded, SignalReceived, TerminateDone>;
+
+class EventQueue {
+ public:
+  void push(JobEvent event) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      events_.push_back(std::move(event));
+    }
+    ready_.notify_one();
+  }
+
+  // The oldest event, or nothing once `deadline` passes.
+  std::optional<JobEvent> pop_until(std::chrono::steady_clock::time_point deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!ready_.wait_until(lock, deadline, [&] { return !events_.empty(); })) return std::nullopt;
+    JobEvent event = std::move(events_.front());
+    events_.pop_front();
+    return event;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable ready_;
+  std::deque<JobEvent> events_;
+};
+
+}  // namespace hvd::launcher

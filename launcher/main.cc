@@ -1,0 +1,77 @@
+// hvdrun: parses the command line, plans ranks onto slots, checks that every
+// host is this machine, and hands the job to the JobDriver.
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "common/logging.h"
+#include "launcher/cli.h"
+#include "launcher/exit_codes.h"
+#include "launcher/job_driver.h"
+#include "launcher/local_host.h"
+#include "launcher/signal_watcher.h"
+#include "launcher/slot_plan.h"
+
+namespace {
+
+using namespace hvd::launcher;
+
+int usage_error(const std::string& message) {
+  std::fprintf(stderr, "hvdrun: error: %s\n", message.c_str());
+  return exit_code::kUsage;
+}
+
+int run(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  CliOutcome outcome = parse_command_line(args, [](const char* name) { return std::getenv(name); });
+  if (const auto* done = std::get_if<CliExit>(&outcome)) {
+    std::fputs(done->out.c_str(), stdout);
+    std::fputs(done->err.c_str(), stderr);
+    return done->code;
+  }
+  const LaunchOptions& options = std::get<LaunchOptions>(outcome);
+  auto level = hvd::common::parse_log_level(options.settings.get("log_level"));
+  spdlog::default_logger()->set_level(level.is_ok() ? *level : spdlog::level::warn);
+  for (const auto& warning : options.warnings)
+    std::fprintf(stderr, "hvdrun: warning: %s\n", warning.c_str());
+
+  auto plan = plan_slots(options.hosts, options.np);
+  if (!plan.is_ok()) return usage_error(plan.status().message());
+
+  // The embedded agent serves only this machine: every host listed must be it.
+  LocalIdentity local = LocalIdentity::current();
+  for (const auto& host : options.hosts) {
+    if (!is_local_host(host.host, local)) {
+      return usage_error("remote hosts need a running hvd-agent (not yet supported): '" +
+                         host.host + "'");
+    }
+  }
+
+  JobDriver driver(options, std::move(plan).value());
+  return driver.run();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Before any thread exists: only the signal watcher takes these signals.
+  SignalWatcher::block_termination_signals();
+  // A closed stdout (hvdrun ... | head) must not kill hvdrun before it has
+  // terminated the workers: writes fail with EPIPE instead. Workers start
+  // with every signal at its default.
+  std::signal(SIGPIPE, SIG_IGN);
+  hvd::common::init_logging("hvdrun", spdlog::level::warn);
+  try {
+    int code = run(argc, argv);
+    std::fflush(stdout);
+    std::fflush(stderr);
+    return code;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "hvdrun: error: internal error: %s\n", e.what());
+    return exit_code::kInternalError;
+  }
+}

@@ -1,0 +1,63 @@
+#include "launcher/output_sink.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+
+namespace hvd::launcher {
+
+namespace {
+void write_line(std::FILE* f, std::string_view prefix, std::string_view line) {
+  if (!prefix.empty()) std::fwrite(prefix.data(), 1, prefix.size(), f);
+  std::fwrite(line.data(), 1, line.size(), f);
+  std::fputc('\n', f);
+  std::fflush(f);
+}
+}  // namespace
+
+OutputSink::OutputSink(std::FILE* out, std::FILE* err) : out_(out), err_(err) {}
+
+OutputSink::~OutputSink() { close(); }
+
+common::Status OutputSink::open_log_dir(const std::string& dir, int np) {
+  namespace fs = std::filesystem;
+  for (int rank = 0; rank < np; ++rank) {
+    fs::path rank_dir = fs::path(dir) / ("rank." + std::to_string(rank));
+    std::error_code ec;
+    fs::create_directories(rank_dir, ec);
+    if (ec) {
+      return common::unavailable("--output-filename: cannot create '" + rank_dir.string() +
+                                 "': " + ec.message());
+    }
+    RankFiles files;
+    for (auto [name, slot] : {std::pair{"stdout", &files.out}, std::pair{"stderr", &files.err}}) {
+      fs::path path = rank_dir / name;
+      *slot = std::fopen(path.c_str(), "wb");
+      if (*slot == nullptr) {
+        std::string why = std::strerror(errno);
+        if (files.out != nullptr) std::fclose(files.out);
+        return common::unavailable("--output-filename: cannot write '" + path.string() +
+                                   "': " + why);
+      }
+    }
+    files_[rank] = files;
+  }
+  return common::Status::ok();
+}
+
+void OutputSink::write(int rank, bool is_stderr, std::string_view line) {
+  std::string prefix = "[" + std::to_string(rank) + "]" + (is_stderr ? "<stderr>:" : "<stdout>:");
+  write_line(is_stderr ? err_ : out_, prefix, line);
+  auto it = files_.find(rank);
+  if (it != files_.end()) write_line(is_stderr ? it->second.err : it->second.out, "", line);
+}
+
+void OutputSink::close() {
+  for (auto& [rank, files] : files_) {
+    if (files.out != nullptr) std::fclose(files.out);
+    if (files.err != nullptr) std::fclose(files.err);
+  }
+  files_.clear();
+}
+
+}  // namespace hvd::launcher

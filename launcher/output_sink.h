@@ -1,0 +1,41 @@
+// Where worker output goes: each line to hvdrun's stdout or stderr prefixed
+// "[RANK]<stdout>:" / "[RANK]<stderr>:" like Horovod, flushed per line, and,
+// with --output-filename DIR, the raw line to DIR/rank.N/stdout or stderr.
+// Used from one thread (the job driver's).
+#pragma once
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <string_view>
+
+#include "common/status.h"
+
+namespace hvd::launcher {
+
+class OutputSink {
+ public:
+  OutputSink(std::FILE* out, std::FILE* err);
+  ~OutputSink();
+  OutputSink(const OutputSink&) = delete;
+  OutputSink& operator=(const OutputSink&) = delete;
+
+  // Creates DIR/rank.N/ for ranks 0..np-1 and opens (truncates) their files.
+  common::Status open_log_dir(const std::string& dir, int np);
+
+  void write(int rank, bool is_stderr, std::string_view line);
+
+  // Flushes and closes the per-rank files.
+  void close();
+
+ private:
+  struct RankFiles {
+    std::FILE* out = nullptr;
+    std::FILE* err = nullptr;
+  };
+  std::FILE* out_;
+  std::FILE* err_;
+  std::map<int, RankFiles> files_;
+};
+
+}  // namespace hvd::launcher

@@ -1,0 +1,119 @@
+#include "runtime/rendezvous_client.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <utility>
+
+#include "proto/rpc_auth.h"
+#include "proto/rpc_status.h"
+
+namespace hvd::runtime {
+
+namespace {
+
+// Calls that wait on the service side (Join, Get) get this much longer on
+// the client, so that the service's own, more precise timeout answers first.
+constexpr std::chrono::milliseconds kServerSlack{5000};
+
+}  // namespace
+
+RendezvousClient::RendezvousClient(std::string address, std::string token,
+                                   std::chrono::milliseconds call_timeout)
+    : address_(std::move(address)),
+      token_(std::move(token)),
+      call_timeout_(call_timeout),
+      stub_(hvd::v1::Rendezvous::NewStub(
+          grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()))) {}
+
+void RendezvousClient::prepare(grpc::ClientContext& context,
+                               std::chrono::milliseconds timeout) const {
+  proto::attach_token(context, token_);
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  context.set_wait_for_ready(true);
+}
+
+Status RendezvousClient::failed(const grpc::Status& status, const char* method) const {
+  return proto::from_grpc(status, "rendezvous " + std::string(method) + " at " + address_);
+}
+
+Result<JoinResult> RendezvousClient::join(int rank, int size, const std::string& host,
+                                          int64_t pid, std::chrono::milliseconds timeout) {
+  grpc::ClientContext context;
+  prepare(context, timeout + kServerSlack);
+  hvd::v1::JoinRequest request;
+  request.set_rank(rank);
+  request.set_size(size);
+  request.set_host(host);
+  request.set_pid(pid);
+  request.set_timeout_ms(timeout.count());
+  hvd::v1::JoinReply reply;
+  grpc::Status status = stub_->Join(&context, request, &reply);
+  if (!status.ok()) return failed(status, "Join");
+  return JoinResult{reply.rank(), reply.size(), reply.epoch()};
+}
+
+Status RendezvousClient::set(const std::string& key, const std::string& value) {
+  grpc::ClientContext context;
+  prepare(context, call_timeout_);
+  hvd::v1::SetRequest request;
+  request.set_key(key);
+  request.set_value(value);
+  hvd::v1::SetReply reply;
+  grpc::Status status = stub_->Set(&context, request, &reply);
+  if (!status.ok()) return failed(status, "Set");
+  return Status::ok();
+}
+
+Result<std::vector<std::string>> RendezvousClient::get(const std::vector<std::string>& keys,
+                                                       std::chrono::milliseconds timeout) {
+  grpc::ClientContext context;
+  prepare(context, timeout + kServerSlack);
+  hvd::v1::GetRequest request;
+  for (const auto& key : keys) request.add_keys(key);
+  request.set_timeout_ms(timeout.count());
+  hvd::v1::GetReply reply;
+  grpc::Status status = stub_->Get(&context, request, &reply);
+  if (!status.ok()) return failed(status, "Get");
+  if (static_cast<size_t>(reply.values_size()) != keys.size()) {
+    return common::internal_error("rendezvous Get at " + address_ + ": asked for " +
+                                  std::to_string(keys.size()) + " keys, got " +
+                                  std::to_string(reply.values_size()) + " values");
+  }
+  return std::vector<std::string>(reply.values().begin(), reply.values().end());
+}
+
+Result<int64_t> RendezvousClient::add(const std::string& key, int64_t delta) {
+  grpc::ClientContext context;
+  prepare(context, call_timeout_);
+  hvd::v1::AddRequest request;
+  request.set_key(key);
+  request.set_delta(delta);
+  hvd::v1::AddReply reply;
+  grpc::Status status = stub_->Add(&context, request, &reply);
+  if (!status.ok()) return failed(status, "Add");
+  return reply.value();
+}
+
+Result<bool> RendezvousClient::check(const std::vector<std::string>& keys) {
+  grpc::ClientContext context;
+  prepare(context, call_timeout_);
+  hvd::v1::CheckRequest request;
+  for (const auto& key : keys) request.add_keys(key);
+  hvd::v1::CheckReply reply;
+  grpc::Status status = stub_->Check(&context, request, &reply);
+  if (!status.ok()) return failed(status, "Check");
+  return reply.ready();
+}
+
+Result<bool> RendezvousClient::remove(const std::string& key) {
+  grpc::ClientContext context;
+  prepare(context, call_timeout_);
+  hvd::v1::DeleteRequest request;
+  request.set_key(key);
+  hvd::v1::DeleteReply reply;
+  grpc::Status status = stub_->Delete(&context, request, &reply);
+  if (!status.ok()) return failed(status, "Delete");
+  return reply.deleted();
+}
+
+}  // namespace hvd::runtime

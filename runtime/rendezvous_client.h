@@ -1,0 +1,57 @@
+// The worker's side of the job's Rendezvous service (proto/hvd/v1/
+// rendezvous.proto): Join, and the key-value calls through which transports
+// find their peers, as a common::Store. Every call carries the job token and
+// a deadline; failures name the method and the service's address.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/store.h"
+#include "hvd/v1/rendezvous.grpc.pb.h"
+
+namespace hvd::runtime {
+
+using common::Result;
+using common::Status;
+
+struct JoinResult {
+  int rank = 0;
+  int size = 0;
+  int64_t epoch = 0;
+};
+
+class RendezvousClient final : public common::Store {
+ public:
+  // `call_timeout` bounds every call that has no timeout of its own.
+  RendezvousClient(std::string address, std::string token, std::chrono::milliseconds call_timeout);
+
+  // Waits (up to `timeout`) until every rank of the world has joined.
+  Result<JoinResult> join(int rank, int size, const std::string& host, int64_t pid,
+                          std::chrono::milliseconds timeout);
+
+  Status set(const std::string& key, const std::string& value) override;
+  Result<std::vector<std::string>> get(const std::vector<std::string>& keys,
+                                       std::chrono::milliseconds timeout) override;
+  Result<int64_t> add(const std::string& key, int64_t delta) override;
+  Result<bool> check(const std::vector<std::string>& keys) override;
+  Result<bool> remove(const std::string& key) override;
+
+  const std::string& address() const { return address_; }
+
+ private:
+  // Token and deadline on a fresh call; calls wait for the channel to come
+  // up (the service may start a moment after the worker) until the deadline.
+  void prepare(grpc::ClientContext& context, std::chrono::milliseconds timeout) const;
+  Status failed(const grpc::Status& status, const char* method) const;
+
+  std::string address_;
+  std::string token_;
+  std::chrono::milliseconds call_timeout_;
+  std::unique_ptr<hvd::v1::Rendezvous::Stub> stub_;
+};
+
+}  // namespace hvd::runtime

@@ -1,0 +1,38 @@
+// Who this worker is: the environment contract (common/worker_env.h) read
+// into a WorldInfo. Without HVD_RANK and HVD_SIZE the worker is a world of
+// one with no rendezvous; anything malformed or inconsistent is an error
+// naming the variable and its value (the job token's value is never shown).
+#pragma once
+
+#include <functional>
+#include <string>
+
+#include "common/status.h"
+
+namespace hvd::runtime {
+
+using common::Result;
+using common::Status;
+
+// getenv-shaped: nullptr when the variable is unset.
+using EnvLookup = std::function<const char*(const char*)>;
+
+struct WorldInfo {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;  // defaults: every rank on one host
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+  std::string rendezvous_addr;  // host:port; empty when there is no rendezvous
+  std::string job_token;        // secret: never logged, never in a message
+  std::string job_id;
+  std::string hostname;         // HVD_HOSTNAME, else gethostname()
+  std::string bind_address = "127.0.0.1";
+
+  bool has_rendezvous() const { return !rendezvous_addr.empty(); }
+};
+
+Result<WorldInfo> read_world(const EnvLookup& lookup);
+
+}  // namespace hvd::runtime

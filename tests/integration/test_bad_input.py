@@ -1,0 +1,94 @@
+"""Malformed input: exit code 2, one stderr line naming the bad token, nothing started."""
+import pytest
+
+from conftest import run
+
+# (id, hvdrun arguments before the command, text the error line must contain)
+CASES = [
+    ("H-no-slots", ["-np", "1", "-H", "host:"], "'host:'"),
+    ("H-zero-slots", ["-np", "1", "-H", "host:0"], "'0'"),
+    ("H-bad-slots", ["-np", "1", "-H", "host:x"], "'x'"),
+    ("H-negative-slots", ["-np", "1", "-H", "host:-1"], "'-1'"),
+    ("H-no-host", ["-np", "1", "-H", ":4"], "':4'"),
+    ("H-empty", ["-np", "1", "-H", ""], "empty host list"),
+    ("H-empty-entry", ["-np", "1", "-H", "localhost:1,,127.0.0.1:1"], "'localhost:1,,127.0.0.1:1'"),
+    ("H-duplicate", ["-np", "2", "-H", "localhost:1,localhost:1"], "'localhost'"),
+    ("np-too-big", ["-np", "5", "-H", "localhost:2,127.0.0.1:2"], "-np 5"),
+    ("np-zero", ["-np", "0"], "-np 0"),
+    ("np-not-a-number", ["-np", "two"], "two"),
+    ("np-missing", [], "-np"),
+    ("unknown-flag", ["-np", "1", "--no-such-flag"], "--no-such-flag"),
+    ("H-and-hostfile", ["-np", "1", "-H", "localhost:1", "--hostfile", "/dev/null"], "--hostfile"),
+    ("bad-start-timeout", ["-np", "1", "--start-timeout", "0"], "'0'"),
+    ("bad-terminate-grace", ["-np", "1", "--terminate-grace", "soon"], "'soon'"),
+    ("bad-log-level", ["-np", "1", "--log-level", "loud"], "'loud'"),
+    ("bad-env-name", ["-np", "1", "-x", "9LIVES=1"], "'9LIVES'"),
+    ("missing-config-file", ["-np", "1", "--config-file", "/nonexistent/hvd.yaml"],
+     "/nonexistent/hvd.yaml"),
+    ("missing-hostfile", ["--hostfile", "/nonexistent/hosts"], "/nonexistent/hosts"),
+]
+
+
+def assert_refused(r, marker, expected):
+    assert r.returncode == 2, r.stderr
+    lines = r.stderr.splitlines()
+    assert len(lines) == 1, r.stderr
+    assert lines[0].startswith("hvdrun: error: "), lines[0]
+    assert expected in lines[0]
+    assert r.stdout == ""
+    assert not marker.exists(), "a worker was started"
+
+
+@pytest.mark.parametrize("args,expected", [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_bad_input_is_refused(hvdrun, tmp_path, args, expected):
+    marker = tmp_path / "started"
+    r = run([hvdrun, *args, "touch", str(marker)], timeout=20)
+    assert_refused(r, marker, expected)
+
+
+def test_bad_env_setting(hvdrun, tmp_path):
+    marker = tmp_path / "started"
+    r = run([hvdrun, "-np", "1", "touch", str(marker)], timeout=20,
+            env={"HVD_START_TIMEOUT": "-3"})
+    assert_refused(r, marker, "HVD_START_TIMEOUT")
+    assert "'-3'" in r.stderr
+
+
+def test_bad_config_value(hvdrun, tmp_path):
+    marker = tmp_path / "started"
+    config = tmp_path / "hvd.yaml"
+    config.write_text("start_timeout: never\n")
+    r = run([hvdrun, "-np", "1", "--config-file", str(config), "touch", str(marker)], timeout=20)
+    assert_refused(r, marker, "'never'")
+
+
+@pytest.mark.parametrize("line,expected", [
+    ("localhost slots=x", "'x'"),
+    ("localhost slots=0", "'0'"),
+    ("localhost slot=2", "'slot=2'"),
+    ("localhost slots=1 extra", "'extra'"),
+    ("localhost:", "'localhost:'"),
+])
+def test_bad_hostfile_line(hvdrun, tmp_path, line, expected):
+    marker = tmp_path / "started"
+    hostfile = tmp_path / "hosts"
+    hostfile.write_text(f"# comment\n127.0.0.1 slots=1\n{line}\n")
+    r = run([hvdrun, "--hostfile", str(hostfile), "touch", str(marker)], timeout=20)
+    assert_refused(r, marker, f"{hostfile}:3: ")
+    assert expected in r.stderr
+
+
+def test_missing_command(hvdrun):
+    r = run([hvdrun, "-np", "2"], timeout=20)
+    assert r.returncode == 2
+    assert len(r.stderr.splitlines()) == 1
+    assert r.stderr.startswith("hvdrun: error: missing command")
+
+
+def test_remote_host(hvdrun, tmp_path):
+    marker = tmp_path / "started"
+    r = run([hvdrun, "-np", "2", "-H", "localhost:1,remote-host.invalid:1", "touch", str(marker)],
+            timeout=20)
+    assert_refused(r, marker, "")
+    assert r.stderr == ("hvdrun: error: remote hosts need a running hvd-agent (not yet supported): "
+                        "'remote-host.invalid'\n")

@@ -1,0 +1,80 @@
+"""Failures with fault_worker: exits, kills, start timeout, Ctrl-C, credentials.
+
+fault_worker prints "fault_worker: rank R pid P pgid G" first; with
+--grandchild it also reports the pid of the child it leaves behind.
+"""
+import os
+import re
+import signal
+
+from conftest import Background, assert_all_gone, executable, run
+
+IDENTITY = re.compile(r"fault_worker: rank (\d+) pid (\d+) pgid (\d+)")
+GRANDCHILD = re.compile(r"grandchild\D*(\d+)")
+
+
+def identities(lines):
+    """{rank: (pid, pgid)} from the workers' first lines."""
+    found = {}
+    for line in lines:
+        m = IDENTITY.search(line)
+        if m:
+            found[int(m.group(1))] = (int(m.group(2)), int(m.group(3)))
+    return found
+
+
+def test_exit_code_of_the_failing_rank(hvdrun):
+    r = run([hvdrun, "-np", "3", executable("fault_worker"), "--exit-rank", "1",
+             "--exit-code", "3"], timeout=60)
+    assert r.returncode == 3, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert r.duration < 15
+    assert "hvdrun: error: rank 1 on host localhost exited with code 3" in r.stderr.splitlines()
+    workers = identities(r.stdout.splitlines())
+    assert set(workers) == {0, 1, 2}, r.stdout
+    assert_all_gone(pgids=[pgid for _, pgid in workers.values()])
+
+
+def test_killed_rank(hvdrun):
+    r = run([hvdrun, "-np", "2", executable("fault_worker"), "--kill-rank", "1"], timeout=60)
+    assert r.returncode == 137, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert ("hvdrun: error: rank 1 on host localhost was killed by signal 9 (SIGKILL)"
+            in r.stderr.splitlines())
+    workers = identities(r.stdout.splitlines())
+    assert_all_gone(pgids=[pgid for _, pgid in workers.values()])
+
+
+def test_rank_that_never_joins_times_out(hvdrun):
+    r = run([hvdrun, "-np", "2", "--start-timeout", "3", executable("fault_worker"),
+             "--no-init-rank", "1"], timeout=60)
+    assert r.returncode == 124, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert r.duration < 12
+    assert ("hvdrun: error: rendezvous timed out after 3 s: rank 1 never joined "
+            "(a worker must call hvd.init())") in r.stderr.splitlines()
+    workers = identities(r.stdout.splitlines())
+    assert_all_gone(pgids=[pgid for _, pgid in workers.values()])
+
+
+def test_sigint_reaches_workers_and_grandchildren(hvdrun):
+    job = Background([hvdrun, "-np", "2", executable("fault_worker"), "--grandchild",
+                      "--sleep", "60"])
+    try:
+        def ready(lines):
+            return (len(identities(lines)) == 2 and
+                    sum(1 for l in lines if GRANDCHILD.search(l)) == 2)
+        job.wait_for(ready, timeout=30)
+        workers = identities(job.stdout)
+        grandchildren = [int(GRANDCHILD.search(l).group(1)) for l in job.stdout
+                         if GRANDCHILD.search(l)]
+        os.kill(job.proc.pid, signal.SIGINT)
+        code = job.wait(timeout=30)
+        assert code == 130, "\n".join(job.stderr)
+        assert "hvdrun: received SIGINT, terminating workers" in job.stderr
+        assert_all_gone(pgids=[pgid for _, pgid in workers.values()], pids=grandchildren)
+    finally:
+        job.close()
+
+
+def test_unauthenticated_rendezvous_call_is_refused(hvdrun):
+    r = run([hvdrun, "-np", "2", executable("fault_worker"), "--probe-unauthenticated"], timeout=60)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert "UNAUTHENTICATED" in r.stdout + r.stderr

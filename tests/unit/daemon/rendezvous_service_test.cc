@@ -1,0 +1,299 @@
+#include <catch2/catch.hpp>
+
+#include <grpcpp/grpcpp.h>
+
+#include <future>
+#include <set>
+
+#include "daemon/grpc_server.h"
+#include "daemon/rendezvous_service.h"
+#include "hvd/v1/rendezvous.grpc.pb.h"
+#include "proto/rpc_auth.h"
+#include "test_util.h"
+
+using namespace std::chrono_literals;
+using hvd::daemon::GrpcServer;
+using hvd::daemon::RendezvousService;
+using hvd::daemon::test::value_of;
+namespace v1 = hvd::v1;
+
+namespace {
+
+constexpr char kToken[] = "job-token-for-tests";
+
+struct Rendezvous {
+  explicit Rendezvous(int size) : service(kToken, size) {
+    auto started = GrpcServer::start("127.0.0.1", 0, {&service});
+    REQUIRE(started.is_ok());
+    server = std::move(started).value();
+    stub = v1::Rendezvous::NewStub(
+        grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials()));
+  }
+  ~Rendezvous() {
+    service.close();
+    server->shutdown(1000ms);
+  }
+
+  RendezvousService service;
+  std::unique_ptr<GrpcServer> server;
+  std::unique_ptr<v1::Rendezvous::Stub> stub;
+};
+
+// A context with a deadline and, unless empty, the token.
+std::unique_ptr<grpc::ClientContext> context(const std::string& token = kToken,
+                                             std::chrono::milliseconds deadline = 10000ms) {
+  auto ctx = std::make_unique<grpc::ClientContext>();
+  ctx->set_deadline(std::chrono::system_clock::now() + deadline);
+  if (!token.empty()) hvd::proto::attach_token(*ctx, token);
+  return ctx;
+}
+
+// Calls every method with the token given; returns the status codes.
+std::vector<grpc::StatusCode> call_every_method(v1::Rendezvous::Stub& stub,
+                                                const std::string& token) {
+  std::vector<grpc::StatusCode> codes;
+  {
+    v1::JoinRequest req;
+    req.set_rank(0);
+    req.set_size(2);
+    req.set_timeout_ms(100);
+    v1::JoinReply reply;
+    codes.push_back(stub.Join(context(token).get(), req, &reply).error_code());
+  }
+  {
+    v1::SetRequest req;
+    req.set_key("k");
+    v1::SetReply reply;
+    codes.push_back(stub.Set(context(token).get(), req, &reply).error_code());
+  }
+  {
+    v1::GetRequest req;
+    req.add_keys("k");
+    req.set_timeout_ms(100);
+    v1::GetReply reply;
+    codes.push_back(stub.Get(context(token).get(), req, &reply).error_code());
+  }
+  {
+    v1::AddRequest req;
+    req.set_key("n");
+    v1::AddReply reply;
+    codes.push_back(stub.Add(context(token).get(), req, &reply).error_code());
+  }
+  {
+    v1::CheckRequest req;
+    req.add_keys("k");
+    v1::CheckReply reply;
+    codes.push_back(stub.Check(context(token).get(), req, &reply).error_code());
+  }
+  {
+    v1::DeleteRequest req;
+    req.set_key("k");
+    v1::DeleteReply reply;
+    codes.push_back(stub.Delete(context(token).get(), req, &reply).error_code());
+  }
+  {
+    v1::HeartbeatRequest req;
+    v1::HeartbeatReply reply;
+    codes.push_back(stub.Heartbeat(context(token).get(), req, &reply).error_code());
+  }
+  return codes;
+}
+
+}  // namespace
+
+TEST_CASE("Rendezvous refuses every call without the right token") {
+  Rendezvous r(2);
+  const std::vector<grpc::StatusCode> refused(7, grpc::StatusCode::UNAUTHENTICATED);
+  CHECK(call_every_method(*r.stub, "") == refused);
+  CHECK(call_every_method(*r.stub, "wrong-token") == refused);
+  CHECK(r.service.membership().missing_ranks() == std::vector<int>{0, 1});
+  CHECK_FALSE(value_of(r.service.store().check({"k"})));
+}
+
+TEST_CASE("Rendezvous key-value calls round trip") {
+  Rendezvous r(1);
+  v1::SetRequest set;
+  set.set_key("addr/0");
+  set.set_value(std::string("10.0.0.1:\0port", 14));
+  v1::SetReply set_reply;
+  REQUIRE(r.stub->Set(context().get(), set, &set_reply).ok());
+
+  v1::GetRequest get;
+  get.add_keys("addr/0");
+  get.set_timeout_ms(1000);
+  v1::GetReply get_reply;
+  REQUIRE(r.stub->Get(context().get(), get, &get_reply).ok());
+  REQUIRE(get_reply.values_size() == 1);
+  CHECK(get_reply.values(0) == std::string("10.0.0.1:\0port", 14));
+
+  v1::AddRequest add;
+  add.set_key("count");
+  add.set_delta(3);
+  v1::AddReply add_reply;
+  REQUIRE(r.stub->Add(context().get(), add, &add_reply).ok());
+  CHECK(add_reply.value() == 3);
+  REQUIRE(r.stub->Add(context().get(), add, &add_reply).ok());
+  CHECK(add_reply.value() == 6);
+  add.set_key("addr/0");
+  CHECK(r.stub->Add(context().get(), add, &add_reply).error_code() ==
+        grpc::StatusCode::INVALID_ARGUMENT);
+
+  v1::CheckRequest check;
+  check.add_keys("addr/0");
+  check.add_keys("count");
+  v1::CheckReply check_reply;
+  REQUIRE(r.stub->Check(context().get(), check, &check_reply).ok());
+  CHECK(check_reply.ready());
+
+  v1::DeleteRequest del;
+  del.set_key("count");
+  v1::DeleteReply del_reply;
+  REQUIRE(r.stub->Delete(context().get(), del, &del_reply).ok());
+  CHECK(del_reply.deleted());
+  REQUIRE(r.stub->Delete(context().get(), del, &del_reply).ok());
+  CHECK_FALSE(del_reply.deleted());
+  REQUIRE(r.stub->Check(context().get(), check, &check_reply).ok());
+  CHECK_FALSE(check_reply.ready());
+}
+
+TEST_CASE("Rendezvous Get waits for a key and times out with DEADLINE_EXCEEDED") {
+  Rendezvous r(1);
+  auto waiter = std::async(std::launch::async, [&] {
+    v1::GetRequest get;
+    get.add_keys("late");
+    get.set_timeout_ms(5000);
+    v1::GetReply reply;
+    auto status = r.stub->Get(context().get(), get, &reply);
+    return status.ok() && reply.values_size() == 1 && reply.values(0) == "v";
+  });
+  std::this_thread::sleep_for(50ms);
+  REQUIRE(r.service.store().set("late", "v").is_ok());
+  REQUIRE(waiter.wait_for(5s) == std::future_status::ready);
+  CHECK(waiter.get());
+
+  v1::GetRequest get;
+  get.add_keys("never");
+  get.set_timeout_ms(200);
+  v1::GetReply reply;
+  const auto start = std::chrono::steady_clock::now();
+  auto status = r.stub->Get(context().get(), get, &reply);
+  CHECK(std::chrono::steady_clock::now() - start < 3s);
+  CHECK(status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+  CHECK(status.error_message() == "timed out after 200 ms waiting for keys: never");
+}
+
+TEST_CASE("Rendezvous rejects bad keys with INVALID_ARGUMENT") {
+  Rendezvous r(2);
+  v1::SetRequest set;
+  v1::SetReply set_reply;
+  CHECK(r.stub->Set(context().get(), set, &set_reply).error_code() ==
+        grpc::StatusCode::INVALID_ARGUMENT);
+  set.set_key(std::string(5000, 'k'));
+  CHECK(r.stub->Set(context().get(), set, &set_reply).error_code() ==
+        grpc::StatusCode::INVALID_ARGUMENT);
+
+  v1::GetRequest get;
+  v1::GetReply get_reply;
+  CHECK(r.stub->Get(context().get(), get, &get_reply).error_code() ==
+        grpc::StatusCode::INVALID_ARGUMENT);
+  for (int i = 0; i < 1025; ++i) get.add_keys("k" + std::to_string(i));
+  CHECK(r.stub->Get(context().get(), get, &get_reply).error_code() ==
+        grpc::StatusCode::INVALID_ARGUMENT);
+
+  v1::CheckRequest check;
+  check.add_keys("");
+  v1::CheckReply check_reply;
+  CHECK(r.stub->Check(context().get(), check, &check_reply).error_code() ==
+        grpc::StatusCode::INVALID_ARGUMENT);
+
+  v1::HeartbeatRequest beat;
+  beat.set_rank(2);
+  v1::HeartbeatReply beat_reply;
+  CHECK(r.stub->Heartbeat(context().get(), beat, &beat_reply).error_code() ==
+        grpc::StatusCode::INVALID_ARGUMENT);
+  beat.set_rank(1);
+  REQUIRE(r.stub->Heartbeat(context().get(), beat, &beat_reply).ok());
+  CHECK(beat_reply.epoch() == 0);
+
+  v1::JoinRequest join;
+  join.set_rank(5);
+  join.set_size(2);
+  v1::JoinReply join_reply;
+  auto status = r.stub->Join(context().get(), join, &join_reply);
+  CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(status.error_message() == "rank 5 is out of range for size 2");
+}
+
+TEST_CASE("Rendezvous Join of two clients from two threads") {
+  Rendezvous r(2);
+  auto join = [&] {
+    v1::JoinRequest req;
+    req.set_rank(-1);
+    req.set_size(2);
+    req.set_host("localhost");
+    req.set_pid(::getpid());
+    req.set_timeout_ms(5000);
+    v1::JoinReply reply;
+    auto status = r.stub->Join(context().get(), req, &reply);
+    return std::make_pair(status.error_code(), reply);
+  };
+  auto a = std::async(std::launch::async, join);
+  auto b = std::async(std::launch::async, join);
+  REQUIRE(a.wait_for(10s) == std::future_status::ready);
+  REQUIRE(b.wait_for(10s) == std::future_status::ready);
+  auto [code_a, reply_a] = a.get();
+  auto [code_b, reply_b] = b.get();
+  REQUIRE(code_a == grpc::StatusCode::OK);
+  REQUIRE(code_b == grpc::StatusCode::OK);
+  CHECK(std::set<int>{reply_a.rank(), reply_b.rank()} == std::set<int>{0, 1});
+  CHECK(reply_a.size() == 2);
+  CHECK(reply_a.epoch() == 0);
+  CHECK(reply_b.epoch() == 0);
+}
+
+TEST_CASE("Rendezvous Join times out naming the missing rank") {
+  Rendezvous r(2);
+  v1::JoinRequest req;
+  req.set_rank(1);
+  req.set_size(2);
+  req.set_timeout_ms(200);
+  v1::JoinReply reply;
+  auto status = r.stub->Join(context().get(), req, &reply);
+  CHECK(status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
+  CHECK(status.error_message() == "timed out after 200 ms: rank 0 of 2 has not joined");
+  CHECK(r.service.membership().missing_ranks() == std::vector<int>{0, 1});
+}
+
+TEST_CASE("Rendezvous close wakes a blocked Get with CANCELLED") {
+  Rendezvous r(1);
+  auto waiter = std::async(std::launch::async, [&] {
+    v1::GetRequest get;
+    get.add_keys("never");
+    get.set_timeout_ms(30000);
+    v1::GetReply reply;
+    return r.stub->Get(context().get(), get, &reply).error_code();
+  });
+  std::this_thread::sleep_for(100ms);
+  r.service.close();
+  REQUIRE(waiter.wait_for(5s) == std::future_status::ready);
+  CHECK(waiter.get() == grpc::StatusCode::CANCELLED);
+}
+
+TEST_CASE("GrpcServer reports the address it listens on and refuses a bad one") {
+  RendezvousService service(kToken, 1);
+  auto started = GrpcServer::start("127.0.0.1", 0, {&service});
+  REQUIRE(started.is_ok());
+  auto& server = started.value();
+  CHECK(server->port() > 0);
+  CHECK(server->address() == "127.0.0.1:" + std::to_string(server->port()));
+
+  // The same port again cannot be bound.
+  RendezvousService other(kToken, 1);
+  auto clash = GrpcServer::start("127.0.0.1", server->port(), {&other});
+  REQUIRE_FALSE(clash.is_ok());
+  CHECK(clash.status().code() == hvd::common::StatusCode::kUnavailable);
+  CHECK(clash.status().message().find("cannot listen on 127.0.0.1:" +
+                                      std::to_string(server->port())) == 0);
+  server->shutdown(100ms);
+  server->shutdown(100ms);  // idempotent
+}

@@ -1,0 +1,182 @@
+#include "launcher/cli.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+using namespace hvd::launcher;
+
+namespace {
+
+std::map<std::string, std::string> g_env;
+
+const char* fake_getenv(const char* name) {
+  auto it = g_env.find(name);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+
+LaunchOptions parse_ok(const std::vector<std::string>& args) {
+  CliOutcome outcome = parse_command_line(args, fake_getenv);
+  if (auto* e = std::get_if<CliExit>(&outcome))
+    FAIL("unexpected exit " << e->code << ": " << e->err);
+  return std::get<LaunchOptions>(std::move(outcome));
+}
+
+// The single error line of a refused command line.
+std::string parse_error(const std::vector<std::string>& args) {
+  CliOutcome outcome = parse_command_line(args, fake_getenv);
+  auto* e = std::get_if<CliExit>(&outcome);
+  REQUIRE(e != nullptr);
+  CHECK(e->code == 2);
+  CHECK(e->out.empty());
+  CHECK_THAT(e->err, Catch::StartsWith("hvdrun: error: "));
+  REQUIRE(!e->err.empty());
+  CHECK(e->err.back() == '\n');
+  CHECK(e->err.find('\n') == e->err.size() - 1);
+  return e->err;
+}
+
+std::string write_temp(const std::string& text) {
+  char path[] = "/tmp/hvd_cli_XXXXXX";
+  int fd = mkstemp(path);
+  REQUIRE(fd >= 0);
+  close(fd);
+  std::ofstream(path) << text;
+  return path;
+}
+
+}  // namespace
+
+TEST_CASE("the command and its own flags are not parsed") {
+  g_env.clear();
+  auto o = parse_ok({"-np", "2", "sh", "-c", "echo $HVD_RANK", "--verbose", "-x", "A=1"});
+  CHECK(o.np == 2);
+  CHECK(o.command ==
+        std::vector<std::string>{"sh", "-c", "echo $HVD_RANK", "--verbose", "-x", "A=1"});
+  CHECK_FALSE(o.verbose);
+  CHECK(o.extra_env.empty());
+  CHECK(o.hosts == std::vector<HostSlots>{{"localhost", 2}});
+
+  auto dashdash = parse_ok({"--np", "1", "--", "-weird-program", "--np", "5"});
+  CHECK(dashdash.np == 1);
+  CHECK(dashdash.command == std::vector<std::string>{"-weird-program", "--np", "5"});
+
+  auto horovod = parse_ok({"-np=2", "-np", "4", "--verbose", "--verbose", "prog"});
+  CHECK(horovod.np == 4);  // the last value wins
+  CHECK(horovod.verbose);
+
+  auto eq = parse_ok({"--np=3", "--verbose", "python3", "train.py"});
+  CHECK(eq.np == 3);
+  CHECK(eq.verbose);
+  CHECK(eq.command == std::vector<std::string>{"python3", "train.py"});
+}
+
+TEST_CASE("hosts from -H or a hostfile and the default number of processes") {
+  g_env.clear();
+  auto h = parse_ok({"-np", "3", "-H", "a:2, b:2", "prog"});
+  CHECK(h.hosts == std::vector<HostSlots>{{"a", 2}, {"b", 2}});
+  CHECK(h.np == 3);
+
+  auto all = parse_ok({"--hosts", "a:2,b:1", "prog"});
+  CHECK(all.np == 3);
+
+  std::string hostfile = write_temp("# hosts\nlocalhost slots=2\n127.0.0.1 slots=2\n");
+  auto f = parse_ok({"--hostfile", hostfile, "-np", "4", "prog"});
+  CHECK(f.hosts == std::vector<HostSlots>{{"localhost", 2}, {"127.0.0.1", 2}});
+  std::remove(hostfile.c_str());
+}
+
+TEST_CASE("env passing with NAME=VALUE and NAME alone") {
+  g_env = {{"FROM_LAUNCHER", "here"}};
+  auto o = parse_ok({"-np", "1", "-x", "A=1", "--env", "B=x=y", "-x", "FROM_LAUNCHER", "-x",
+                     "C=", "-x", "UNSET_ONE", "prog"});
+  using P = std::pair<std::string, std::string>;
+  CHECK(o.extra_env ==
+        std::vector<P>{{"A", "1"}, {"B", "x=y"}, {"FROM_LAUNCHER", "here"}, {"C", ""}});
+  REQUIRE(o.warnings.size() == 1);
+  CHECK_THAT(o.warnings[0], Catch::Contains("UNSET_ONE"));
+  CHECK_THAT(parse_error({"-np", "1", "-x", "1BAD=2", "prog"}), Catch::Contains("'1BAD'"));
+  CHECK_THAT(parse_error({"-np", "1", "-x", "=2", "prog"}), Catch::Contains("'=2'"));
+}
+
+TEST_CASE("tunables: flags from the settings table layered over env and config file") {
+  g_env.clear();
+  auto defaults = parse_ok({"-np", "1", "prog"});
+  CHECK(defaults.settings.get("start_timeout") == "30");
+  CHECK(defaults.settings.get("log_level") == "warning");
+
+  std::string config = write_temp("start_timeout: 40\nterminate_grace: 9\nlog_level: info\n");
+  g_env = {{"HVD_START_TIMEOUT", "50"}};
+  auto o = parse_ok({"-np", "1", "--config-file", config, "--log-level", "debug", "--cpu-transport",
+                     "gloo", "prog"});
+  CHECK(o.settings.get("start_timeout") == "50");   // env over config file
+  CHECK(o.settings.get("terminate_grace") == "9");  // config file over default
+  CHECK(o.settings.get("log_level") == "debug");    // flag over config file
+
+  auto flag = parse_ok({"-np", "1", "--config-file", config, "--start-timeout", "5", "prog"});
+  CHECK(flag.settings.get("start_timeout") == "5");  // flag over env
+  CHECK(flag.settings.to_environment().at("HVD_START_TIMEOUT") == "5");
+  std::remove(config.c_str());
+  g_env.clear();
+}
+
+TEST_CASE("bad tunable values name the flag and the value") {
+  g_env.clear();
+  std::string e = parse_error({"-np", "1", "--start-timeout", "soon", "prog"});
+  CHECK_THAT(e, Catch::Contains("--start-timeout") && Catch::Contains("'soon'"));
+  CHECK_THAT(parse_error({"-np", "1", "--log-level", "loud", "prog"}), Catch::Contains("'loud'"));
+  g_env = {{"HVD_TERMINATE_GRACE_SECONDS", "-3"}};
+  CHECK_THAT(parse_error({"-np", "1", "prog"}),
+             Catch::Contains("HVD_TERMINATE_GRACE_SECONDS") && Catch::Contains("'-3'"));
+  g_env.clear();
+  std::string config = write_temp("no_such_key: 1\n");
+  CHECK_THAT(parse_error({"-np", "1", "--config-file", config, "prog"}),
+             Catch::Contains("no_such_key"));
+  std::remove(config.c_str());
+  CHECK_THAT(parse_error({"-np", "1", "--config-file", "/nonexistent/hvd.yaml", "prog"}),
+             Catch::Contains("/nonexistent/hvd.yaml"));
+}
+
+TEST_CASE("usage errors: one line naming the bad token") {
+  g_env.clear();
+  CHECK_THAT(parse_error({"-np", "2"}), Catch::Contains("missing command"));
+  CHECK_THAT(parse_error({}), Catch::Contains("missing command"));
+  CHECK_THAT(parse_error({"-np", "0", "prog"}), Catch::Contains("-np 0"));
+  CHECK_THAT(parse_error({"-np", "two", "prog"}), Catch::Contains("two"));
+  CHECK_THAT(parse_error({"--bogus", "-np", "1", "prog"}), Catch::Contains("--bogus"));
+  CHECK_THAT(parse_error({"-np", "1", "--bogus=3", "prog"}), Catch::Contains("--bogus"));
+  CHECK_THAT(parse_error({"-np", "1", "-H", "host:x", "prog"}),
+             Catch::Contains("-H") && Catch::Contains("'x'"));
+  CHECK_THAT(parse_error({"-np", "1", "-H", "", "prog"}), Catch::Contains("empty host list"));
+  CHECK_THAT(parse_error({"-np", "1", "-H", "a,a", "prog"}), Catch::Contains("'a'"));
+  CHECK_THAT(parse_error({"-np", "1", "-H", "a:1", "--hostfile", "f", "prog"}),
+             Catch::Contains("--hostfile"));
+  CHECK_THAT(parse_error({"prog"}), Catch::Contains("-np"));
+  std::string hostfile = write_temp("a slots=1\nb slots=zero\n");
+  CHECK_THAT(parse_error({"--hostfile", hostfile, "prog"}),
+             Catch::Contains(hostfile + ":2:") && Catch::Contains("'zero'"));
+  std::remove(hostfile.c_str());
+}
+
+TEST_CASE("help and version exit 0 with their text on stdout") {
+  g_env.clear();
+  for (const char* flag : {"--help", "-h"}) {
+    CliOutcome outcome = parse_command_line({flag}, fake_getenv);
+    auto* e = std::get_if<CliExit>(&outcome);
+    REQUIRE(e != nullptr);
+    CHECK(e->code == 0);
+    CHECK(e->err.empty());
+    CHECK_THAT(e->out, Catch::Contains("--hostfile") && Catch::Contains("--start-timeout") &&
+                           Catch::Contains("--terminate-grace") && Catch::Contains("COMMAND"));
+  }
+  CliOutcome outcome = parse_command_line({"--version"}, fake_getenv);
+  auto* e = std::get_if<CliExit>(&outcome);
+  REQUIRE(e != nullptr);
+  CHECK(e->code == 0);
+  CHECK_THAT(e->out, Catch::StartsWith("hvdrun (hvd) "));
+}

@@ -1,0 +1,67 @@
+#include "launcher/output_sink.h"
+
+#include <catch2/catch.hpp>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+using namespace hvd::launcher;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_all(std::FILE* f) {
+  std::rewind(f);
+  std::string text;
+  char buf[256];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0) text.append(buf, n);
+  return text;
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+}  // namespace
+
+TEST_CASE("output lines are prefixed by rank and stream; logs hold the raw lines") {
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  REQUIRE(out != nullptr);
+  REQUIRE(err != nullptr);
+  char tmpl[] = "/tmp/hvd_sink_XXXXXX";
+  REQUIRE(mkdtemp(tmpl) != nullptr);
+  fs::path dir = fs::path(tmpl) / "logs" / "nested";
+  {
+    OutputSink sink(out, err);
+    REQUIRE(sink.open_log_dir(dir.string(), 2).is_ok());
+    sink.write(0, false, "hello");
+    sink.write(1, true, "oops");
+    sink.write(1, false, "");
+    sink.write(0, false, "bye");
+  }
+  CHECK(read_all(out) == "[0]<stdout>:hello\n[1]<stdout>:\n[0]<stdout>:bye\n");
+  CHECK(read_all(err) == "[1]<stderr>:oops\n");
+  CHECK(read_file(dir / "rank.0" / "stdout") == "hello\nbye\n");
+  CHECK(read_file(dir / "rank.0" / "stderr") == "");
+  CHECK(read_file(dir / "rank.1" / "stdout") == "\n");
+  CHECK(read_file(dir / "rank.1" / "stderr") == "oops\n");
+  std::fclose(out);
+  std::fclose(err);
+  fs::remove_all(tmpl);
+}
+
+TEST_CASE("a log directory that cannot be created is reported") {
+  std::FILE* out = std::tmpfile();
+  OutputSink sink(out, out);
+  auto status = sink.open_log_dir("/proc/hvd-cannot-create", 1);
+  REQUIRE_FALSE(status.is_ok());
+  CHECK_THAT(status.message(),
+             Catch::Contains("--output-filename") && Catch::Contains("/proc/hvd-cannot-create"));
+  std::fclose(out);
+}

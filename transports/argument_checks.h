@@ -1,0 +1,25 @@
+// Argument checks shared by every transport, so that all of them reject the
+// same calls with the same kInvalidArgument messages, before any byte moves.
+// Counts are in bytes (see transport.h).
+#pragma once
+
+#include <cstdint>
+#include <span>
+
+#include "transports/transport.h"
+
+namespace hvd::transports {
+
+Status check_allreduce(Buffer data, DataType type);
+Status check_allgatherv(ConstBuffer in, Buffer out, std::span<const int64_t> counts, int rank,
+                        int size);
+Status check_broadcast(Buffer data, int root, int size);
+Status check_alltoallv(ConstBuffer in, std::span<const int64_t> send_counts, Buffer out,
+                       std::span<const int64_t> recv_counts, int rank, int size);
+Status check_reducescatter(ConstBuffer in, Buffer out, std::span<const int64_t> recv_counts,
+                           DataType type, int rank, int size);
+
+// The sum of counts (callers check them first).
+int64_t total(std::span<const int64_t> counts);
+
+}  // namespace hvd::transports

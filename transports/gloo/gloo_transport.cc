@@ -1,0 +1,241 @@
+#include "transports/gloo/gloo_transport.h"
+
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce.h>
+#include <gloo/alltoallv.h>
+#include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/hash_store.h>
+#include <gloo/transport/tcp/device.h>
+#include <spdlog/spdlog.h>
+
+#include <csignal>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "transports/argument_checks.h"
+#include "transports/gloo/factory.h"
+#include "transports/gloo/reduce_functions.h"
+#include "transports/gloo/store_adapter.h"
+
+namespace hvd::transports::gloo {
+
+namespace {
+
+using common::StatusCode;
+
+// gloo's TCP pairs write with writev(2), so a peer that died would kill this
+// process with SIGPIPE on the next write instead of failing the collective.
+// Like CPython at start-up, ignore SIGPIPE unless the program chose a handler.
+void ignore_sigpipe() {
+  struct sigaction current {};
+  if (sigaction(SIGPIPE, nullptr, &current) == 0 && current.sa_handler == SIG_DFL) {
+    std::signal(SIGPIPE, SIG_IGN);
+  }
+}
+
+std::string where(int rank, int size) {
+  return "rank " + std::to_string(rank) + " of " + std::to_string(size);
+}
+
+// gloo reports timeouts and lost peers alike as IoException.
+StatusCode io_error_code(const char* what) {
+  return std::strstr(what, "Timed out") != nullptr ? StatusCode::kTimeout : StatusCode::kUnavailable;
+}
+
+// gloo wants a buffer object even for zero bytes; never hand it a null pointer.
+void* writable(void* data, char& placeholder) { return data != nullptr ? data : &placeholder; }
+void* writable(const void* data, char& placeholder) {
+  // gloo only reads from send buffers, but its API takes non-const pointers.
+  return data != nullptr ? const_cast<void*>(data) : &placeholder;
+}
+
+std::vector<int64_t> to_vector(std::span<const int64_t> counts) {
+  return {counts.begin(), counts.end()};
+}
+
+}  // namespace
+
+GlooTransport::GlooTransport(int rank, int size, std::chrono::milliseconds timeout,
+                             std::shared_ptr<::gloo::Context> context)
+    : rank_(rank), size_(size), timeout_(timeout), context_(std::move(context)) {}
+
+Result<std::unique_ptr<Transport>> GlooTransport::connect(const TransportContext& ctx) {
+  if (ctx.size < 1 || ctx.rank < 0 || ctx.rank >= ctx.size) {
+    return common::invalid_argument("gloo transport: rank " + std::to_string(ctx.rank) +
+                                    " is not a rank of a world of size " + std::to_string(ctx.size));
+  }
+  if (ctx.size > 1 && ctx.store == nullptr) {
+    return common::invalid_argument("gloo transport: a world of size " + std::to_string(ctx.size) +
+                                    " needs a rendezvous store");
+  }
+  if (ctx.timeout.count() <= 0) {
+    return common::invalid_argument("gloo transport: the timeout must be positive");
+  }
+  ignore_sigpipe();
+  std::shared_ptr<::gloo::transport::Device> device;
+  try {
+    ::gloo::transport::tcp::attr attr;
+    attr.hostname = ctx.bind_address;
+    device = ::gloo::transport::tcp::CreateDevice(attr);
+  } catch (const std::exception& e) {
+    return common::invalid_argument("gloo transport: " + where(ctx.rank, ctx.size) +
+                                    " cannot listen on '" + ctx.bind_address + "': " + e.what());
+  }
+  auto context = std::make_shared<::gloo::rendezvous::Context>(ctx.rank, ctx.size);
+  context->setTimeout(ctx.timeout);
+  if (ctx.size == 1) {
+    // Nobody to find: a private in-memory store is enough.
+    ::gloo::rendezvous::HashStore local;
+    try {
+      context->connectFullMesh(local, device);
+    } catch (const std::exception& e) {
+      return common::internal_error("gloo transport: rank 0 of 1 cannot set up: " +
+                                    std::string(e.what()));
+    }
+  } else {
+    StoreAdapter store(*ctx.store, ctx.key_prefix, ctx.timeout);
+    try {
+      context->connectFullMesh(store, device);
+    } catch (const std::exception& e) {
+      std::string message = "gloo transport: " + where(ctx.rank, ctx.size) +
+                            " could not connect to its peers: ";
+      if (!store.first_error().is_ok()) {
+        return common::Status(store.first_error().code(), message + store.first_error().message());
+      }
+      return common::Status(io_error_code(e.what()), message + e.what());
+    }
+  }
+  spdlog::debug("gloo transport: {} connected (key prefix '{}', listening on {})",
+                where(ctx.rank, ctx.size), ctx.key_prefix, ctx.bind_address);
+  return std::unique_ptr<Transport>(new GlooTransport(ctx.rank, ctx.size, ctx.timeout, context));
+}
+
+std::string_view GlooTransport::name() const { return kName; }
+
+template <typename Body>
+Status GlooTransport::run(std::string_view op, Body&& body) {
+  if (!failure_.is_ok()) return failure_;
+  std::string prefix = "gloo " + std::string(op) + " failed on " + where(rank_, size_) + ": ";
+  try {
+    body();
+    return Status::ok();
+  } catch (const ::gloo::IoException& e) {
+    failure_ = Status(io_error_code(e.what()), prefix + e.what());
+  } catch (const std::exception& e) {  // ::gloo::EnforceNotMet (an assertion) and the rest
+    failure_ = Status(StatusCode::kInternal, prefix + e.what());
+  }
+  spdlog::error("{}", failure_.message());
+  return failure_;
+}
+
+Status GlooTransport::allreduce(Buffer data, DataType type, ReduceOp op) {
+  HVD_RETURN_IF_ERROR(check_allreduce(data, type));
+  auto fn = reduce_function(type, op);
+  if (!fn.is_ok()) return fn.status();
+  if (data.size == 0) return failure_;  // nothing to move on any rank
+  if (size_ == 1 && type == DataType::kBool) {
+    // gloo skips the reduce function in a world of one; bools still come
+    // back as 0 or 1, as they do in larger worlds.
+    fn.value()(data.data, data.data, data.data, data.size);
+  }
+  return run("allreduce", [&] {
+    ::gloo::AllreduceOptions opts(context_);
+    size_t elements = data.size / common::data_type_size(type);
+    // The element type only fixes the element size; `fn` does the typed work.
+    switch (common::data_type_size(type)) {
+      case 1: opts.setOutput(static_cast<uint8_t*>(data.data), elements); break;
+      case 2: opts.setOutput(static_cast<uint16_t*>(data.data), elements); break;
+      case 4: opts.setOutput(static_cast<uint32_t*>(data.data), elements); break;
+      default: opts.setOutput(static_cast<uint64_t*>(data.data), elements); break;
+    }
+    opts.setReduceFunction(fn.value());
+    opts.setTag(next_tag());
+    opts.setTimeout(timeout_);
+    ::gloo::allreduce(opts);
+  });
+}
+
+Status GlooTransport::allgatherv(ConstBuffer in, Buffer out, std::span<const int64_t> counts) {
+  HVD_RETURN_IF_ERROR(check_allgatherv(in, out, counts, rank_, size_));
+  if (out.size == 0) return failure_;
+  return run("allgatherv", [&] {
+    char placeholder = 0;
+    ::gloo::AllgathervOptions opts(context_);
+    opts.setInput(static_cast<uint8_t*>(writable(in.data, placeholder)), in.size);
+    opts.setOutput(static_cast<uint8_t*>(out.data), std::vector<size_t>(counts.begin(), counts.end()));
+    opts.setTag(next_tag());
+    opts.setTimeout(timeout_);
+    ::gloo::allgatherv(opts);
+  });
+}
+
+Status GlooTransport::broadcast(Buffer data, int root) {
+  HVD_RETURN_IF_ERROR(check_broadcast(data, root, size_));
+  if (data.size == 0) return failure_;
+  return run("broadcast", [&] {
+    ::gloo::BroadcastOptions opts(context_);
+    opts.setOutput(static_cast<uint8_t*>(data.data), data.size);
+    opts.setRoot(root);
+    opts.setTag(next_tag());
+    opts.setTimeout(timeout_);
+    ::gloo::broadcast(opts);
+  });
+}
+
+void GlooTransport::exchange(const void* in, std::span<const int64_t> send_counts, void* out,
+                             std::span<const int64_t> recv_counts) {
+  char in_placeholder = 0;
+  char out_placeholder = 0;
+  ::gloo::AlltoallvOptions opts(context_);
+  opts.setInput(static_cast<uint8_t*>(writable(in, in_placeholder)), to_vector(send_counts));
+  opts.setOutput(static_cast<uint8_t*>(writable(out, out_placeholder)), to_vector(recv_counts));
+  opts.setTag(next_tag());
+  opts.setTimeout(timeout_);
+  ::gloo::alltoallv(opts);
+}
+
+Status GlooTransport::alltoallv(ConstBuffer in, std::span<const int64_t> send_counts, Buffer out,
+                                std::span<const int64_t> recv_counts) {
+  HVD_RETURN_IF_ERROR(check_alltoallv(in, send_counts, out, recv_counts, rank_, size_));
+  // Every rank takes part even when it has nothing to send or receive: its
+  // peers' (empty) messages must still be matched.
+  return run("alltoallv", [&] { exchange(in.data, send_counts, out.data, recv_counts); });
+}
+
+Status GlooTransport::reducescatter(ConstBuffer in, Buffer out,
+                                    std::span<const int64_t> recv_counts, DataType type,
+                                    ReduceOp op) {
+  HVD_RETURN_IF_ERROR(check_reducescatter(in, out, recv_counts, type, rank_, size_));
+  auto fn = reduce_function(type, op);
+  if (!fn.is_ok()) return fn.status();
+  if (total(recv_counts) == 0) return failure_;  // recv_counts agree on every rank
+  // Chunk r of every rank's input goes to rank r, which reduces the size_
+  // chunks it receives in rank order (so every run gives the same bits).
+  size_t chunk = out.size;
+  std::vector<char> gathered(chunk * static_cast<size_t>(size_));
+  std::vector<int64_t> from_each(static_cast<size_t>(size_), static_cast<int64_t>(chunk));
+  return run("reducescatter", [&] {
+    exchange(in.data, recv_counts, gathered.data(), from_each);
+    if (chunk == 0) return;
+    size_t elements = chunk / common::data_type_size(type);
+    std::memcpy(out.data, gathered.data(), chunk);
+    for (int r = 1; r < size_; ++r) {
+      fn.value()(out.data, out.data, gathered.data() + chunk * static_cast<size_t>(r), elements);
+    }
+  });
+}
+
+Status GlooTransport::barrier() {
+  return run("barrier", [&] {
+    ::gloo::BarrierOptions opts(context_);
+    opts.setTag(next_tag());
+    opts.setTimeout(timeout_);
+    ::gloo::barrier(opts);
+  });
+}
+
+}  // namespace hvd::transports::gloo

@@ -1,0 +1,24 @@
+// Element-wise reductions in the shape gloo's AllreduceOptions expects:
+// out[i] = a[i] (op) b[i] for n elements (out may alias a or b).
+//
+// Supported: uint8, int8, int16, int32, int64, float32, float64 with sum,
+// min, max and product (integer sum and product wrap around on overflow),
+// and bool, where every non-zero byte counts as true and results are 0 or 1:
+// min and product are logical AND, max and sum are logical OR (sum is "any",
+// as a count would not fit in a bool). float16 and bfloat16 are rejected.
+#pragma once
+
+#include <cstddef>
+
+#include "common/data_type.h"
+#include "common/status.h"
+
+namespace hvd::transports::gloo {
+
+using ReduceFunction = void (*)(void* out, const void* a, const void* b, size_t n);
+
+// kInvalidArgument naming the type and op when there is no function for them
+// (kAverage never reaches a transport: the runtime turns it into a sum).
+common::Result<ReduceFunction> reduce_function(common::DataType type, common::ReduceOp op);
+
+}  // namespace hvd::transports::gloo
