@@ -186,8 +186,8 @@ grpc::Status AgentService::Launch(grpc::ServerContext* ctx, const hvd::v1::Launc
   for (const auto& worker : req->workers()) {
     auto pid = supervisor->spawn(to_spec(worker));
     if (!pid.is_ok()) {
-      spdlog::error("job {}: cannot start rank {}: {}", job_id, worker.rank(),
-                    pid.status().message());
+      spdlog::info("job {}: cannot start rank {}: {}", job_id, worker.rank(),
+                   pid.status().message());
       supervisor->terminate_all(kLaunchFailGrace);
       job->events->close({grpc::StatusCode::ABORTED, "the launch of job '" + job_id + "' failed"});
       {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "common/join_result.h"
 #include "common/status.h"
 
 namespace hvd::daemon {
@@ -21,11 +22,7 @@ namespace hvd::daemon {
 using common::Result;
 using common::Status;
 
-struct JoinResult {
-  int rank = 0;
-  int size = 0;
-  int64_t epoch = 0;
-};
+using common::JoinResult;
 
 class Membership {
  public:

@@ -204,7 +204,7 @@ void Supervisor::Impl::take_requests(bool stop) {
 void Supervisor::Impl::start(SpawnRequest& request) {
   auto started = start_child(request.spec, request.path, devnull.get());
   if (!started.is_ok()) {
-    spdlog::error("cannot start rank {}: {}", request.spec.rank, started.status().message());
+    spdlog::info("cannot start rank {}: {}", request.spec.rank, started.status().message());
     request.result.set_value(started.status());
     return;
   }

@@ -28,7 +28,7 @@ constexpr char kLoopback[] = "127.0.0.1";
 constexpr milliseconds kTick{100};
 // Deadlines of the agent calls that do not depend on the grace period.
 constexpr milliseconds kLaunchTimeout{60'000};
-constexpr milliseconds kSignalTimeout{5'000};
+constexpr milliseconds kSignalTimeout{5'000};  // also Info
 // Terminate may take the grace period; the call gets this much on top.
 constexpr milliseconds kTerminateSlack{10'000};
 // After the last exit (or after Terminate), how long remaining output may take.
@@ -140,8 +140,15 @@ int JobDriver::start() {
                    slot.rank, slot.host.c_str(), slot.local_rank, slot.local_size, slot.cross_rank,
                    slot.cross_size);
     }
-    std::fprintf(stderr, "hvdrun: rendezvous at %s, agent at %s\n",
-                 rendezvous_server_->address().c_str(), agent_server_->address().c_str());
+    std::fprintf(stderr, "hvdrun: rendezvous at %s\n", rendezvous_server_->address().c_str());
+    auto info = client_->info(kSignalTimeout);
+    if (info.is_ok()) {
+      std::fprintf(stderr, "hvdrun: agent at %s: host %s, %d slots, %d GPUs, hvd %s\n",
+                   client_->address().c_str(), info->hostname().c_str(), info->slots(),
+                   info->gpus(), info->version().c_str());
+    } else {
+      spdlog::warn("{}", info.status().to_string());
+    }
   }
 
   hvd::v1::LaunchRequest request;

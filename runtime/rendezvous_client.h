@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/join_result.h"
 #include "common/store.h"
 #include "hvd/v1/rendezvous.grpc.pb.h"
 
@@ -18,11 +19,7 @@ namespace hvd::runtime {
 using common::Result;
 using common::Status;
 
-struct JoinResult {
-  int rank = 0;
-  int size = 0;
-  int64_t epoch = 0;
-};
+using common::JoinResult;
 
 class RendezvousClient final : public common::Store {
  public:

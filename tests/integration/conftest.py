@@ -30,7 +30,7 @@ def hvdrun():
     return executable("hvdrun")
 
 
-def test_env(extra=None):
+def child_env(extra=None):
     """hvdrun's environment: ours without HVD_*/HOROVOD_* settings, plus `extra`."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith("HVD_") and not k.startswith("HOROVOD_")}
@@ -42,7 +42,7 @@ def run(args, timeout=60, env=None, cwd=None):
     """Runs a command to its end; returns CompletedProcess with .duration."""
     start = time.monotonic()
     proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            errors="replace", env=test_env(env), cwd=cwd,
+                            errors="replace", env=child_env(env), cwd=cwd,
                             start_new_session=True)
     try:
         out, err = proc.communicate(timeout=timeout)
@@ -69,7 +69,7 @@ class Background:
     def __init__(self, args, env=None, cwd=None):
         self.args = args
         self.proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, errors="replace", env=test_env(env), cwd=cwd,
+                                     text=True, errors="replace", env=child_env(env), cwd=cwd,
                                      start_new_session=True)
         self.stdout = []
         self.stderr = []

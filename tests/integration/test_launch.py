@@ -132,6 +132,7 @@ def test_verbose_prints_the_plan_but_never_the_token(hvdrun, tmp_path):
     assert "rank 0 on localhost: local_rank 0 of 1, cross_rank 0 of 2" in r.stderr
     assert "rank 1 on 127.0.0.1: local_rank 0 of 1, cross_rank 1 of 2" in r.stderr
     assert re.search(r"rendezvous at 127\.0\.0\.1:\d+", r.stderr)
+    assert re.search(r"agent at 127\.0\.0\.1:\d+: host \S+, 2 slots", r.stderr)
 
 
 def test_command_not_found(hvdrun):

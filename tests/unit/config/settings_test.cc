@@ -1,25 +1,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <catch2/catch.hpp>
-#include <cstdlib>
-#include <fstream>
 #include <map>
 #include <string>
 
 #include "config/settings.h"
+#include "tests/unit/support/temp_file.h"
 
 using namespace hvd::config;
-
-namespace {
-std::string write_temp(const std::string& text) {
-  char path[] = "/tmp/hvd_settings_XXXXXX";
-  int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  std::ofstream(path) << text;
-  return path;
-}
-}  // namespace
 
 TEST_CASE("every setting has a unique key and an HVD_ name and a valid default") {
   std::map<std::string, int> keys;
@@ -46,7 +34,7 @@ TEST_CASE("config/hvd.yaml lists every setting at its default and nothing else")
 TEST_CASE("precedence: later layers override earlier ones") {
   Settings settings;
   CHECK(settings.get("start_timeout") == "30");
-  REQUIRE(settings.apply_config_file(write_temp("start_timeout: 40\nlog_level: info\n")).is_ok());
+  REQUIRE(settings.apply_config_file(hvd::test::write_temp_file("start_timeout: 40\nlog_level: info\n")).is_ok());
   CHECK(settings.get_int("start_timeout") == 40);
   std::map<std::string, std::string> env = {{"HOROVOD_START_TIMEOUT", "50"},
                                             {"HVD_LOG_LEVEL", "debug"}};
@@ -73,10 +61,10 @@ TEST_CASE("bad values and keys name the token and the source") {
   CHECK_FALSE(settings.set("start_timeout", "5s", "x").is_ok());
   CHECK(settings.set("log_level", "loud", "HVD_LOG_LEVEL").message().find("'loud'") !=
         std::string::npos);
-  auto unknown = settings.apply_config_file(write_temp("fusion_treshold: 3\n"));
+  auto unknown = settings.apply_config_file(hvd::test::write_temp_file("fusion_treshold: 3\n"));
   CHECK(unknown.message().find("unknown setting 'fusion_treshold'") != std::string::npos);
   auto missing = settings.apply_config_file("/nonexistent/hvd.yaml");
   CHECK(missing.message() == "config file '/nonexistent/hvd.yaml' cannot be read");
-  CHECK_FALSE(settings.apply_config_file(write_temp("- a\n- b\n")).is_ok());
+  CHECK_FALSE(settings.apply_config_file(hvd::test::write_temp_file("- a\n- b\n")).is_ok());
   CHECK(settings.get_int("start_timeout") == 30);  // nothing bad was kept
 }

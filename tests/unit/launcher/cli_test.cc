@@ -1,10 +1,10 @@
 #include "launcher/cli.h"
+#include "tests/unit/support/temp_file.h"
 
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
 #include <cstdio>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
@@ -39,15 +39,6 @@ std::string parse_error(const std::vector<std::string>& args) {
   CHECK(e->err.back() == '\n');
   CHECK(e->err.find('\n') == e->err.size() - 1);
   return e->err;
-}
-
-std::string write_temp(const std::string& text) {
-  char path[] = "/tmp/hvd_cli_XXXXXX";
-  int fd = mkstemp(path);
-  REQUIRE(fd >= 0);
-  close(fd);
-  std::ofstream(path) << text;
-  return path;
 }
 
 }  // namespace
@@ -85,7 +76,7 @@ TEST_CASE("hosts from -H or a hostfile and the default number of processes") {
   auto all = parse_ok({"--hosts", "a:2,b:1", "prog"});
   CHECK(all.np == 3);
 
-  std::string hostfile = write_temp("# hosts\nlocalhost slots=2\n127.0.0.1 slots=2\n");
+  std::string hostfile = hvd::test::write_temp_file("# hosts\nlocalhost slots=2\n127.0.0.1 slots=2\n");
   auto f = parse_ok({"--hostfile", hostfile, "-np", "4", "prog"});
   CHECK(f.hosts == std::vector<HostSlots>{{"localhost", 2}, {"127.0.0.1", 2}});
   std::remove(hostfile.c_str());
@@ -110,7 +101,7 @@ TEST_CASE("tunables: flags from the settings table layered over env and config f
   CHECK(defaults.settings.get("start_timeout") == "30");
   CHECK(defaults.settings.get("log_level") == "warning");
 
-  std::string config = write_temp("start_timeout: 40\nterminate_grace: 9\nlog_level: info\n");
+  std::string config = hvd::test::write_temp_file("start_timeout: 40\nterminate_grace: 9\nlog_level: info\n");
   g_env = {{"HVD_START_TIMEOUT", "50"}};
   auto o = parse_ok({"-np", "1", "--config-file", config, "--log-level", "debug", "--cpu-transport",
                      "gloo", "prog"});
@@ -134,7 +125,7 @@ TEST_CASE("bad tunable values name the flag and the value") {
   CHECK_THAT(parse_error({"-np", "1", "prog"}),
              Catch::Contains("HVD_TERMINATE_GRACE_SECONDS") && Catch::Contains("'-3'"));
   g_env.clear();
-  std::string config = write_temp("no_such_key: 1\n");
+  std::string config = hvd::test::write_temp_file("no_such_key: 1\n");
   CHECK_THAT(parse_error({"-np", "1", "--config-file", config, "prog"}),
              Catch::Contains("no_such_key"));
   std::remove(config.c_str());
@@ -157,7 +148,7 @@ TEST_CASE("usage errors: one line naming the bad token") {
   CHECK_THAT(parse_error({"-np", "1", "-H", "a:1", "--hostfile", "f", "prog"}),
              Catch::Contains("--hostfile"));
   CHECK_THAT(parse_error({"prog"}), Catch::Contains("-np"));
-  std::string hostfile = write_temp("a slots=1\nb slots=zero\n");
+  std::string hostfile = hvd::test::write_temp_file("a slots=1\nb slots=zero\n");
   CHECK_THAT(parse_error({"--hostfile", hostfile, "prog"}),
              Catch::Contains(hostfile + ":2:") && Catch::Contains("'zero'"));
   std::remove(hostfile.c_str());

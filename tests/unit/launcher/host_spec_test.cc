@@ -115,7 +115,7 @@ TEST_CASE("hostfile: no hosts at all is an error") {
   CHECK_THAT(error_of(parse_hostfile_text("", "hf")), Catch::Contains("no hosts"));
 }
 
-TEST_CASE("hostfile: read from disk; a missing file is named") {
+TEST_CASE("hostfile: read from disk and a missing file is named") {
   char path[] = "/tmp/hvd_hostfile_XXXXXX";
   int fd = mkstemp(path);
   REQUIRE(fd >= 0);

@@ -29,7 +29,7 @@ std::string read_file(const fs::path& path) {
 
 }  // namespace
 
-TEST_CASE("output lines are prefixed by rank and stream; logs hold the raw lines") {
+TEST_CASE("output lines are prefixed by rank and stream and logs hold the raw lines") {
   std::FILE* out = std::tmpfile();
   std::FILE* err = std::tmpfile();
   REQUIRE(out != nullptr);
