@@ -2,7 +2,13 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <limits>
+#include <optional>
 #include <stdexcept>
 
 #include "common/logging.h"
@@ -11,22 +17,66 @@ namespace hvd::config {
 
 using common::invalid_argument;
 
+namespace {
+
+bool parse_whole(std::string_view text, int64_t& out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+// "64MiB" -> 67108864; nullopt when malformed. Suffixes are powers of 1024.
+std::optional<int64_t> parse_byte_size(std::string_view text) {
+  size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits]))) ++digits;
+  int64_t n = 0;
+  if (digits == 0 || !parse_whole(text.substr(0, digits), n)) return std::nullopt;
+  std::string suffix(text.substr(digits));
+  std::transform(suffix.begin(), suffix.end(), suffix.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  int shift = 0;
+  if (suffix.empty() || suffix == "b") shift = 0;
+  else if (suffix == "k" || suffix == "kib" || suffix == "kb") shift = 10;
+  else if (suffix == "m" || suffix == "mib" || suffix == "mb") shift = 20;
+  else if (suffix == "g" || suffix == "gib" || suffix == "gb") shift = 30;
+  else return std::nullopt;
+  if (n > (std::numeric_limits<int64_t>::max() >> shift)) return std::nullopt;
+  return n << shift;
+}
+
+}  // namespace
+
 Status validate_setting(const SettingSpec& spec, std::string_view value, std::string_view source) {
+  auto bad = [&](std::string_view expected) {
+    return invalid_argument(std::string(source) + ": '" + std::string(value) + "' is not " +
+                            std::string(expected));
+  };
+  int64_t n = 0;
   switch (spec.type) {
     case SettingType::kString:
       if (value.empty()) {
         return invalid_argument(std::string(source) + ": empty value for " + std::string(spec.key));
       }
       return Status::ok();
-    case SettingType::kPositiveInt: {
-      int64_t n = 0;
-      auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-      if (ec != std::errc() || ptr != value.data() + value.size() || n <= 0) {
-        return invalid_argument(std::string(source) + ": '" + std::string(value) +
-                                "' is not a whole number greater than 0");
+    case SettingType::kOptionalText:
+      return Status::ok();
+    case SettingType::kPositiveInt:
+      if (!parse_whole(value, n) || n <= 0) return bad("a whole number greater than 0");
+      return Status::ok();
+    case SettingType::kCount:
+      if (!parse_whole(value, n) || n < 0) return bad("a whole number (0 or more)");
+      return Status::ok();
+    case SettingType::kNumber: {
+      std::string text(value);
+      char* end = nullptr;
+      double d = text.empty() ? 0 : std::strtod(text.c_str(), &end);
+      if (text.empty() || end != text.c_str() + text.size() || !(d > 0) || !std::isfinite(d)) {
+        return bad("a number greater than 0");
       }
       return Status::ok();
     }
+    case SettingType::kByteSize:
+      if (!parse_byte_size(value)) return bad("a size in bytes (e.g. 67108864, 64MiB, 512K)");
+      return Status::ok();
     case SettingType::kLogLevel: {
       auto level = common::parse_log_level(value);
       if (!level.is_ok()) return level.status().with_context(source);
@@ -46,7 +96,9 @@ Status Settings::set(std::string_view key, std::string_view value, std::string_v
     return invalid_argument(std::string(source) + ": unknown setting '" + std::string(key) + "'");
   }
   HVD_RETURN_IF_ERROR(validate_setting(*spec, value, source));
-  values_[std::string(key)] = std::string(value);
+  // Sizes are kept in bytes, so workers and get_int() see one unit.
+  values_[std::string(key)] =
+      spec->type == SettingType::kByteSize ? std::to_string(*parse_byte_size(value)) : std::string(value);
   return Status::ok();
 }
 
@@ -95,6 +147,10 @@ int64_t Settings::get_int(std::string_view key) const {
   int64_t n = 0;
   std::from_chars(text.data(), text.data() + text.size(), n);  // validated on set
   return n;
+}
+
+double Settings::get_double(std::string_view key) const {
+  return std::strtod(get(key).c_str(), nullptr);  // validated on set
 }
 
 std::map<std::string, std::string> Settings::to_environment() const {

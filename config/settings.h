@@ -36,7 +36,8 @@ class Settings {
   Status set(std::string_view key, std::string_view value, std::string_view source);
 
   const std::string& get(std::string_view key) const;
-  int64_t get_int(std::string_view key) const;
+  int64_t get_int(std::string_view key) const;  // kPositiveInt, kCount, kByteSize (bytes)
+  double get_double(std::string_view key) const;  // kNumber
 
   // HVD_* variable -> value for every setting, to hand to workers.
   std::map<std::string, std::string> to_environment() const;

@@ -13,6 +13,10 @@ namespace hvd::config {
 enum class SettingType {
   kString,
   kPositiveInt,  // a whole number > 0
+  kCount,        // a whole number >= 0
+  kNumber,       // a decimal number > 0 (e.g. 0.5)
+  kByteSize,     // bytes, optionally with K/KiB/M/MiB/G/GiB (x1024); stored as bytes
+  kOptionalText, // any text, empty allowed (e.g. an optional file name)
   kLogLevel,     // trace|debug|info|warning|error|fatal|off
 };
 

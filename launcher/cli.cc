@@ -28,7 +28,11 @@ class HelpFormatter : public CLI::Formatter {
 
 const char* value_name(config::SettingType type) {
   switch (type) {
-    case config::SettingType::kPositiveInt: return "N";
+    case config::SettingType::kPositiveInt:
+    case config::SettingType::kCount: return "N";
+    case config::SettingType::kNumber: return "NUMBER";
+    case config::SettingType::kByteSize: return "BYTES";
+    case config::SettingType::kOptionalText: return "TEXT";
     case config::SettingType::kLogLevel: return "LEVEL";
     case config::SettingType::kString: return "TEXT";
   }

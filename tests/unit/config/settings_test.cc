@@ -68,3 +68,26 @@ TEST_CASE("bad values and keys name the token and the source") {
   CHECK_FALSE(settings.apply_config_file(hvd::test::write_temp_file("- a\n- b\n")).is_ok());
   CHECK(settings.get_int("start_timeout") == 30);  // nothing bad was kept
 }
+
+TEST_CASE("sizes take suffixes and are kept in bytes; counts allow 0; numbers allow fractions") {
+  Settings settings;
+  REQUIRE(settings.set("fusion_threshold", "64MiB", "--fusion-threshold").is_ok());
+  CHECK(settings.get_int("fusion_threshold") == 64LL << 20);
+  CHECK(settings.to_environment().at("HVD_FUSION_THRESHOLD") == "67108864");
+  REQUIRE(settings.set("fusion_threshold", "512k", "x").is_ok());
+  CHECK(settings.get_int("fusion_threshold") == 512 * 1024);
+  REQUIRE(settings.set("fusion_threshold", "0", "x").is_ok());
+  CHECK(settings.get_int("fusion_threshold") == 0);
+  CHECK(settings.set("fusion_threshold", "64XB", "--fusion-threshold").message() ==
+        "--fusion-threshold: '64XB' is not a size in bytes (e.g. 67108864, 64MiB, 512K)");
+  CHECK_FALSE(settings.set("fusion_threshold", "-1", "x").is_ok());
+  REQUIRE(settings.set("cache_capacity", "0", "x").is_ok());
+  CHECK_FALSE(settings.set("cache_capacity", "-3", "x").is_ok());
+  REQUIRE(settings.set("cycle_time_ms", "0.5", "x").is_ok());
+  CHECK(settings.get_double("cycle_time_ms") == 0.5);
+  CHECK_FALSE(settings.set("cycle_time_ms", "0", "x").is_ok());
+  CHECK_FALSE(settings.set("cycle_time_ms", "fast", "x").is_ok());
+  CHECK_FALSE(settings.set("cycle_time_ms", "nan", "x").is_ok());
+  REQUIRE(settings.set("timeline_filename", "", "x").is_ok());
+  REQUIRE(settings.set("timeline_filename", "/tmp/t.json", "x").is_ok());
+}
