@@ -72,6 +72,87 @@ HVD_EXPORT int hvd_allgather(const void* in, int64_t count, int dtype, void* out
                              const int64_t* counts);
 HVD_EXPORT int hvd_barrier(void);
 
+/* ---- Asynchronous operations (the engine; docs/engine.md) ----------------
+ * hvd_enqueue() hands an op to the engine thread and returns a handle at once;
+ * the engine negotiates with the other ranks of the op's process set, fuses
+ * and runs it, and completes the handle. Buffers must stay valid and untouched
+ * until the handle is done; the shape and name are copied. The blocking
+ * functions above are enqueue + wait. */
+
+/* Op types (hvd_op.op_type). */
+#define HVD_OPTYPE_ALLREDUCE 0
+#define HVD_OPTYPE_ALLGATHER 1
+#define HVD_OPTYPE_BROADCAST 2
+#define HVD_OPTYPE_ALLTOALL 3
+#define HVD_OPTYPE_REDUCESCATTER 4
+#define HVD_OPTYPE_BARRIER 5
+#define HVD_OPTYPE_JOIN 6
+
+#define HVD_DEVICE_CPU (-1)
+#define HVD_GLOBAL_PROCESS_SET 0
+
+typedef struct hvd_op {
+  int32_t op_type;
+  /* Identifies the op across ranks. NULL or "": auto-named from the op type
+   * and a per-process counter (agrees across ranks only when every rank
+   * enqueues its unnamed ops in the same order). */
+  const char* name;
+  const void* input;
+  /* allreduce, broadcast: where the result goes (may equal input: in place).
+   * allgather, alltoall, reducescatter: NULL; the engine allocates the
+   * output, read it with hvd_handle_output_shape / hvd_handle_copy_output. */
+  void* output;
+  const int64_t* shape; /* ndim entries; the first is the row count */
+  int32_t ndim;
+  int32_t dtype;
+  int32_t device;       /* HVD_DEVICE_CPU or a CUDA device ordinal */
+  int32_t reduce_op;    /* allreduce, reducescatter */
+  double prescale_factor;  /* applied before the reduction; 0 means 1 */
+  double postscale_factor; /* applied after it (Average divides as well); 0 means 1 */
+  int32_t root_rank;    /* broadcast: rank within the process set */
+  const int64_t* splits; /* alltoall: rows for each rank of the set; NULL: even */
+  int32_t process_set_id;
+} hvd_op;
+
+/* *handle receives a handle >= 1. Argument errors are returned at once. */
+HVD_EXPORT int hvd_enqueue(const hvd_op* op, int64_t* handle);
+/* The n ops are negotiated together and complete together (grouped ops). */
+HVD_EXPORT int hvd_enqueue_group(const hvd_op* ops, int32_t n, int64_t* handles);
+/* 1 when the op is done (successfully or not), 0 while pending,
+ * -HVD_ERR_NOT_FOUND for an unknown handle. */
+HVD_EXPORT int hvd_poll(int64_t handle);
+/* Waits until the op is done and returns its status (message in
+ * hvd_last_error()). timeout_seconds > 0: HVD_ERR_TIMEOUT if still pending
+ * then (the handle stays valid); <= 0: no limit of its own (the engine
+ * fails ops whose peers die within the transport timeout). */
+HVD_EXPORT int hvd_wait(int64_t handle, double timeout_seconds);
+/* Shape of an engine-allocated output of a finished op. */
+HVD_EXPORT int hvd_handle_output_shape(int64_t handle, int64_t* shape, int32_t max_ndim,
+                                       int32_t* ndim);
+/* Copies the engine-allocated output (exactly its size in bytes) to dst. */
+HVD_EXPORT int hvd_handle_copy_output(int64_t handle, void* dst, int64_t bytes);
+/* alltoall: rows received from each rank of the set (n = the set's size). */
+HVD_EXPORT int hvd_handle_received_splits(int64_t handle, int64_t* splits, int32_t n);
+/* join: the rank that joined last. */
+HVD_EXPORT int hvd_handle_join_result(int64_t handle, int32_t* last_rank);
+/* Forgets a finished op and frees what the engine allocated for it. */
+HVD_EXPORT int hvd_release(int64_t handle);
+
+/* ---- Process sets --------------------------------------------------------
+ * Collective: every rank calls it with the same ranks, in the same order of
+ * calls; *id receives the new set's id (> 0). */
+HVD_EXPORT int hvd_add_process_set(const int32_t* ranks, int32_t n, int32_t* id);
+HVD_EXPORT int hvd_remove_process_set(int32_t id);
+/* This rank's rank in the set, or -1 when not a member; the set's size. */
+HVD_EXPORT int hvd_process_set_rank(int32_t id);
+HVD_EXPORT int hvd_process_set_size(int32_t id);
+/* The set's global ranks into ranks[0..n). */
+HVD_EXPORT int hvd_process_set_ranks(int32_t id, int32_t* ranks, int32_t n);
+
+/* ---- Timeline (docs/engine.md) ------------------------------------------- */
+HVD_EXPORT int hvd_start_timeline(const char* path);
+HVD_EXPORT int hvd_stop_timeline(void);
+
 /* Looks up the constant called `name` ("HVD_FLOAT32", "HVD_OP_SUM",
  * "HVD_ERR_TIMEOUT", ...) into *value: HVD_OK, or HVD_ERR_NOT_FOUND when
  * there is no such constant. */
