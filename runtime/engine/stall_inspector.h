@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -41,7 +42,8 @@ class StallInspector {
  private:
   std::chrono::seconds check_time_;
   std::chrono::seconds shutdown_time_;
-  std::chrono::steady_clock::time_point last_warning_{};
+  // When the last warning was given; none yet at first.
+  std::optional<std::chrono::steady_clock::time_point> last_warning_;
 };
 
 }  // namespace hvd::runtime::engine

@@ -5,6 +5,8 @@
 #include <string>
 #include <type_traits>
 
+#include "common/half.h"
+
 namespace hvd::transports::gloo {
 
 namespace {
@@ -76,6 +78,40 @@ void logical_or(void* out, const void* a, const void* b, size_t n) {
   for (size_t i = 0; i < n; ++i) o[i] = (x[i] != 0 || y[i] != 0) ? 1 : 0;
 }
 
+// float16 and bfloat16: widen to float, reduce, round back (to nearest even).
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float), typename Op>
+void reduce16(void* out, const void* a, const void* b, size_t n) {
+  auto* o = static_cast<uint16_t*>(out);
+  const auto* x = static_cast<const uint16_t*>(a);
+  const auto* y = static_cast<const uint16_t*>(b);
+  for (size_t i = 0; i < n; ++i) o[i] = FromFloat(Op{}(ToFloat(x[i]), ToFloat(y[i])));
+}
+
+struct Plus {
+  float operator()(float a, float b) const { return a + b; }
+};
+struct Times {
+  float operator()(float a, float b) const { return a * b; }
+};
+struct Least {  // as std::min, like the float32 path
+  float operator()(float a, float b) const { return std::min(a, b); }
+};
+struct Greatest {  // as std::max, like the float32 path
+  float operator()(float a, float b) const { return std::max(a, b); }
+};
+
+template <float (*ToFloat)(uint16_t), uint16_t (*FromFloat)(float)>
+ReduceFunction sixteen_bit(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return &reduce16<ToFloat, FromFloat, Plus>;
+    case ReduceOp::kMin: return &reduce16<ToFloat, FromFloat, Least>;
+    case ReduceOp::kMax: return &reduce16<ToFloat, FromFloat, Greatest>;
+    case ReduceOp::kProduct: return &reduce16<ToFloat, FromFloat, Times>;
+    case ReduceOp::kAverage: return nullptr;
+  }
+  return nullptr;
+}
+
 template <typename T>
 ReduceFunction numeric(ReduceOp op) {
   switch (op) {
@@ -113,9 +149,11 @@ common::Result<ReduceFunction> reduce_function(DataType type, ReduceOp op) {
     case DataType::kFloat64: fn = numeric<double>(op); break;
     case DataType::kBool: fn = boolean(op); break;
     case DataType::kFloat16:
+      fn = sixteen_bit<common::half_to_float, common::float_to_half>(op);
+      break;
     case DataType::kBFloat16:
-      return common::invalid_argument(std::string(common::data_type_name(type)) +
-                                      " reduction is not supported by the gloo transport yet");
+      fn = sixteen_bit<common::bfloat16_to_float, common::float_to_bfloat16>(op);
+      break;
   }
   if (fn == nullptr) {
     return common::invalid_argument("the gloo transport has no " +

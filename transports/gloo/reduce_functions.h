@@ -5,7 +5,10 @@
 // min, max and product (integer sum and product wrap around on overflow),
 // and bool, where every non-zero byte counts as true and results are 0 or 1:
 // min and product are logical AND, max and sum are logical OR (sum is "any",
-// as a count would not fit in a bool). float16 and bfloat16 are rejected.
+// as a count would not fit in a bool). float16 and bfloat16 (raw 16-bit
+// patterns) are converted to float, reduced and rounded back to nearest even
+// element by element; a float result is correctly rounded for these ops, so
+// each step matches a native 16-bit operation.
 #pragma once
 
 #include <cstddef>
