@@ -6,7 +6,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <shared_mutex>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -18,20 +19,32 @@ using hvd::common::Status;
 using hvd::common::StatusCode;
 using hvd::runtime::Runtime;
 
-// The process's runtime. Collectives and queries hold the lock shared (the
-// Runtime serialises collectives itself); init and shutdown hold it
-// exclusively, so a runtime is never destroyed under a running call.
+// The process's runtime. Calls take a reference under a short lock and run
+// without it, so a thread waiting on a handle never blocks hvd_shutdown(),
+// which stops the engines (failing what is pending) and lets go of the
+// runtime; the last call still using it destroys it.
 struct Holder {
-  std::shared_mutex mu;
-  std::unique_ptr<Runtime> runtime;
+  std::mutex mu;  // guards `runtime` and `next_handle`
+  std::shared_ptr<Runtime> runtime;
+  int64_t next_handle = 1;  // handle ids never repeat across init/shutdown
+  int64_t generation = 0;   // runtimes created so far
+  bool exit_hook = false;   // shutdown_at_exit registered
+  std::mutex lifecycle;     // one init or shutdown at a time
 };
 
-// The one process-wide object of libhvd. Never destroyed: a program that
-// exits without hvd_shutdown() must not tear sockets and threads down from
-// static destructors; the kernel reclaims them.
+// The one process-wide object of libhvd. Never destroyed: nothing is torn
+// down from static destructors (a program that exits without hvd_shutdown()
+// gets it from an atexit hook, see shutdown_at_exit; one that dies leaves the
+// rest to the kernel).
 Holder& holder() {
   static Holder* instance = new Holder;
   return *instance;
+}
+
+std::shared_ptr<Runtime> current() {
+  Holder& h = holder();
+  std::lock_guard lock(h.mu);
+  return h.runtime;
 }
 
 std::string& last_error() {
@@ -44,6 +57,11 @@ int fail(const Status& status) {
   return static_cast<int>(status.code());
 }
 
+Status exception_status(const std::exception* e) {
+  return Status(StatusCode::kInternal,
+                e != nullptr ? std::string("unexpected error: ") + e->what() : "unexpected error");
+}
+
 // Runs `body` (returning a Status), catching everything.
 template <typename Body>
 int guarded(Body&& body) noexcept {
@@ -51,22 +69,23 @@ int guarded(Body&& body) noexcept {
     Status status = body();
     return status.is_ok() ? HVD_OK : fail(status);
   } catch (const std::exception& e) {
-    return fail(Status(StatusCode::kInternal, std::string("unexpected error: ") + e.what()));
+    return fail(exception_status(&e));
   } catch (...) {
-    return fail(Status(StatusCode::kInternal, "unexpected error"));
+    return fail(exception_status(nullptr));
   }
 }
 
-// Runs a collective on the initialized runtime.
+Status not_initialized() {
+  return hvd::common::failed_precondition("hvd is not initialized: call hvd_init() first");
+}
+
+// Runs `body` on the initialized runtime.
 template <typename Body>
 int with_runtime(Body&& body) noexcept {
   return guarded([&]() -> Status {
-    Holder& h = holder();
-    std::shared_lock lock(h.mu);
-    if (!h.runtime) {
-      return hvd::common::failed_precondition("hvd is not initialized: call hvd_init() first");
-    }
-    return body(*h.runtime);
+    std::shared_ptr<Runtime> rt = current();
+    if (!rt) return not_initialized();
+    return body(*rt);
   });
 }
 
@@ -74,11 +93,26 @@ int with_runtime(Body&& body) noexcept {
 template <typename Field>
 int query(Field field) noexcept {
   try {
-    Holder& h = holder();
-    std::shared_lock lock(h.mu);
-    return h.runtime ? field(h.runtime->world()) : -1;
+    std::shared_ptr<Runtime> rt = current();
+    return rt ? field(rt->world()) : -1;
   } catch (...) {
     return -1;
+  }
+}
+
+// A process set's figure: the value, or -code (with the last error set).
+template <typename Body>
+int set_query(int32_t id, Body&& body) noexcept {
+  try {
+    std::shared_ptr<Runtime> rt = current();
+    if (!rt) return -fail(not_initialized());
+    auto set = rt->process_set(id);
+    if (!set.is_ok()) return -fail(set.status());
+    return body(*set.value());
+  } catch (const std::exception& e) {
+    return -fail(exception_status(&e));
+  } catch (...) {
+    return -fail(exception_status(nullptr));
   }
 }
 
@@ -99,9 +133,20 @@ constexpr Constant kConstants[] = {
     HVD_CONSTANT(HVD_ERR_UNAVAILABLE), HVD_CONSTANT(HVD_ERR_ABORTED),
     HVD_CONSTANT(HVD_ERR_UNAUTHENTICATED), HVD_CONSTANT(HVD_ERR_FAILED_PRECONDITION),
     HVD_CONSTANT(HVD_ERR_CANCELLED), HVD_CONSTANT(HVD_ERR_UNIMPLEMENTED),
-    HVD_CONSTANT(HVD_ERR_INTERNAL),
+    HVD_CONSTANT(HVD_ERR_INTERNAL), HVD_CONSTANT(HVD_OPTYPE_ALLREDUCE),
+    HVD_CONSTANT(HVD_OPTYPE_ALLGATHER), HVD_CONSTANT(HVD_OPTYPE_BROADCAST),
+    HVD_CONSTANT(HVD_OPTYPE_ALLTOALL), HVD_CONSTANT(HVD_OPTYPE_REDUCESCATTER),
+    HVD_CONSTANT(HVD_OPTYPE_BARRIER), HVD_CONSTANT(HVD_OPTYPE_JOIN),
+    HVD_CONSTANT(HVD_DEVICE_CPU), HVD_CONSTANT(HVD_GLOBAL_PROCESS_SET),
 };
 #undef HVD_CONSTANT
+
+// A program that exits without hvd_shutdown(): stop the engines while the
+// process is still whole. Registered after the logger exists, so it runs
+// before the logger's static destruction, and engine threads never log into
+// a destroyed logger (nor do peers see sockets vanish mid-cycle: they learn
+// that this rank shut down).
+void shutdown_at_exit() { (void)hvd_shutdown(); }
 
 }  // namespace
 
@@ -110,11 +155,22 @@ extern "C" {
 int hvd_init(void) {
   return guarded([]() -> Status {
     Holder& h = holder();
-    std::unique_lock lock(h.mu);
-    if (h.runtime) return Status::ok();
-    auto runtime = Runtime::init([](const char* name) { return std::getenv(name); });
+    std::lock_guard lifecycle(h.lifecycle);
+    int64_t first_handle = 1;
+    int64_t generation = 0;
+    {
+      std::lock_guard lock(h.mu);
+      if (h.runtime) return Status::ok();
+      first_handle = h.next_handle;
+      generation = h.generation;
+    }
+    auto runtime = Runtime::init([](const char* name) { return std::getenv(name); }, first_handle,
+                                 generation);
     if (!runtime.is_ok()) return runtime.status();
-    h.runtime = std::move(runtime).value();
+    std::lock_guard lock(h.mu);
+    h.runtime = std::shared_ptr<Runtime>(std::move(runtime).value());
+    ++h.generation;
+    if (!h.exit_hook) h.exit_hook = std::atexit(shutdown_at_exit) == 0;
     return Status::ok();
   });
 }
@@ -122,8 +178,15 @@ int hvd_init(void) {
 int hvd_shutdown(void) {
   return guarded([]() -> Status {
     Holder& h = holder();
-    std::unique_lock lock(h.mu);
-    h.runtime.reset();
+    std::lock_guard lifecycle(h.lifecycle);
+    std::shared_ptr<Runtime> rt;
+    {
+      std::lock_guard lock(h.mu);
+      rt = std::move(h.runtime);
+      h.runtime.reset();
+      if (rt) h.next_handle = rt->handles().next_id() + 1000;
+    }
+    if (rt) rt->shutdown();  // stops the engines; waiters wake with an error
     return Status::ok();
   });
 }
@@ -153,6 +216,173 @@ int hvd_allgather(const void* in, int64_t count, int dtype, void* out, const int
 
 int hvd_barrier(void) {
   return with_runtime([](Runtime& rt) { return rt.barrier(); });
+}
+
+int hvd_enqueue(const hvd_op* op, int64_t* handle) {
+  return with_runtime([&](Runtime& rt) -> Status {
+    if (op == nullptr || handle == nullptr) {
+      return hvd::common::invalid_argument("hvd_enqueue: op and handle must not be null");
+    }
+    auto h = rt.enqueue(*op);
+    if (!h.is_ok()) return h.status();
+    *handle = h.value();
+    return Status::ok();
+  });
+}
+
+int hvd_enqueue_group(const hvd_op* ops, int32_t n, int64_t* handles) {
+  return with_runtime([&](Runtime& rt) { return rt.enqueue_group(ops, n, handles); });
+}
+
+int hvd_poll(int64_t handle) {
+  try {
+    std::shared_ptr<Runtime> rt = current();
+    if (!rt) return -fail(not_initialized());
+    auto done = rt->handles().poll(handle);
+    if (!done.is_ok()) return -fail(done.status());
+    return done.value() ? 1 : 0;
+  } catch (const std::exception& e) {
+    return -fail(exception_status(&e));
+  } catch (...) {
+    return -fail(exception_status(nullptr));
+  }
+}
+
+int hvd_wait(int64_t handle, double timeout_seconds) {
+  return with_runtime([&](Runtime& rt) {
+    std::optional<std::chrono::duration<double>> timeout;
+    if (timeout_seconds > 0) timeout = std::chrono::duration<double>(timeout_seconds);
+    return rt.handles().wait(handle, timeout);
+  });
+}
+
+int hvd_handle_output_shape(int64_t handle, int64_t* shape, int32_t max_ndim, int32_t* ndim) {
+  return with_runtime([&](Runtime& rt) {
+    return rt.handles().inspect(handle, [&](const hvd::runtime::engine::FinishedOp& op) -> Status {
+      if (!op.status.is_ok()) return op.status;
+      const auto& s = op.output.shape;
+      if (ndim != nullptr) *ndim = static_cast<int32_t>(s.size());
+      if (s.size() > static_cast<size_t>(std::max<int32_t>(max_ndim, 0)) ||
+          (shape == nullptr && !s.empty())) {
+        return hvd::common::invalid_argument(
+            "hvd_handle_output_shape: the output has " + std::to_string(s.size()) +
+            " dimensions but there is room for " + std::to_string(shape == nullptr ? 0 : max_ndim));
+      }
+      if (!s.empty()) std::memcpy(shape, s.data(), s.size() * sizeof(int64_t));
+      return Status::ok();
+    });
+  });
+}
+
+int hvd_handle_copy_output(int64_t handle, void* dst, int64_t bytes) {
+  return with_runtime([&](Runtime& rt) {
+    return rt.handles().inspect(handle, [&](const hvd::runtime::engine::FinishedOp& op) -> Status {
+      if (!op.status.is_ok()) return op.status;
+      if (bytes < 0 || static_cast<size_t>(bytes) != op.output.bytes) {
+        return hvd::common::invalid_argument("hvd_handle_copy_output: the output has " +
+                                             std::to_string(op.output.bytes) + " bytes, not " +
+                                             std::to_string(bytes));
+      }
+      if (bytes > 0) {
+        if (dst == nullptr) {
+          return hvd::common::invalid_argument("hvd_handle_copy_output: dst is null");
+        }
+        std::memcpy(dst, op.output.data.get(), op.output.bytes);
+      }
+      return Status::ok();
+    });
+  });
+}
+
+int hvd_handle_received_splits(int64_t handle, int64_t* splits, int32_t n) {
+  return with_runtime([&](Runtime& rt) {
+    return rt.handles().inspect(handle, [&](const hvd::runtime::engine::FinishedOp& op) -> Status {
+      if (!op.status.is_ok()) return op.status;
+      const auto& s = op.output.received_splits;
+      if (s.empty()) {
+        return hvd::common::invalid_argument("hvd_handle_received_splits: handle " +
+                                             std::to_string(handle) + " is not an alltoall");
+      }
+      if (splits == nullptr || n < 0 || static_cast<size_t>(n) < s.size()) {
+        return hvd::common::invalid_argument("hvd_handle_received_splits: needs room for " +
+                                             std::to_string(s.size()) + " splits");
+      }
+      std::memcpy(splits, s.data(), s.size() * sizeof(int64_t));
+      return Status::ok();
+    });
+  });
+}
+
+int hvd_handle_join_result(int64_t handle, int32_t* last_rank) {
+  return with_runtime([&](Runtime& rt) {
+    return rt.handles().inspect(handle, [&](const hvd::runtime::engine::FinishedOp& op) -> Status {
+      if (!op.status.is_ok()) return op.status;
+      if (op.output.join_last_rank < 0) {
+        return hvd::common::invalid_argument("hvd_handle_join_result: handle " +
+                                             std::to_string(handle) + " is not a join");
+      }
+      if (last_rank == nullptr) {
+        return hvd::common::invalid_argument("hvd_handle_join_result: last_rank is null");
+      }
+      *last_rank = op.output.join_last_rank;
+      return Status::ok();
+    });
+  });
+}
+
+int hvd_release(int64_t handle) {
+  return with_runtime([&](Runtime& rt) { return rt.handles().release(handle); });
+}
+
+int hvd_add_process_set(const int32_t* ranks, int32_t n, int32_t* id) {
+  return with_runtime([&](Runtime& rt) -> Status {
+    if (id == nullptr || n < 0 || (ranks == nullptr && n > 0)) {
+      return hvd::common::invalid_argument(
+          "hvd_add_process_set: needs n >= 0 ranks and somewhere to put the id");
+    }
+    auto added = rt.add_process_set(std::span<const int32_t>(ranks, static_cast<size_t>(n)));
+    if (!added.is_ok()) return added.status();
+    *id = added.value();
+    return Status::ok();
+  });
+}
+
+int hvd_remove_process_set(int32_t id) {
+  return with_runtime([&](Runtime& rt) { return rt.remove_process_set(id); });
+}
+
+int hvd_process_set_rank(int32_t id) {
+  return set_query(id, [](const hvd::runtime::engine::ProcessSet& s) { return s.rank; });
+}
+
+int hvd_process_set_size(int32_t id) {
+  return set_query(id, [](const hvd::runtime::engine::ProcessSet& s) { return s.size(); });
+}
+
+int hvd_process_set_ranks(int32_t id, int32_t* ranks, int32_t n) {
+  return with_runtime([&](Runtime& rt) -> Status {
+    auto set = rt.process_set(id);
+    if (!set.is_ok()) return set.status();
+    const auto& members = set.value()->ranks;
+    if (ranks == nullptr || n < 0 || static_cast<size_t>(n) < members.size()) {
+      return hvd::common::invalid_argument("hvd_process_set_ranks: process set " +
+                                           std::to_string(id) + " has " +
+                                           std::to_string(members.size()) + " ranks");
+    }
+    for (size_t i = 0; i < members.size(); ++i) ranks[i] = members[i];
+    return Status::ok();
+  });
+}
+
+int hvd_start_timeline(const char* path) {
+  return with_runtime([&](Runtime& rt) -> Status {
+    if (path == nullptr) return hvd::common::invalid_argument("hvd_start_timeline: path is null");
+    return rt.start_timeline(path);
+  });
+}
+
+int hvd_stop_timeline(void) {
+  return with_runtime([](Runtime& rt) { return rt.stop_timeline(); });
 }
 
 int hvd_constant(const char* name, int64_t* value) {

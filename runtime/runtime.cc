@@ -2,7 +2,9 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <utility>
@@ -10,7 +12,8 @@
 
 #include "common/logging.h"
 #include "runtime/arguments.h"
-#include "runtime/scale.h"
+#include "runtime/engine/agreement.h"
+#include "runtime/op_request.h"
 #include "transports/registry.h"
 
 namespace hvd::runtime {
@@ -18,7 +21,7 @@ namespace hvd::runtime {
 namespace {
 
 using common::DataType;
-using common::ReduceOp;
+using engine::OpType;
 
 // Keeps every byte count and their sum far from int64 overflow.
 constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 16;
@@ -27,18 +30,38 @@ std::chrono::milliseconds seconds_setting(const config::Settings& settings, cons
   return std::chrono::seconds(settings.get_int(key));
 }
 
+// FNV-1a over the sorted member names: the same group id on every rank,
+// whatever order the ranks enqueue their groups in.
+int32_t group_id_of(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  uint64_t h = 1469598103934665603ull;
+  for (const std::string& name : names) {
+    for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xffu) * 1099511628211ull;  // separator
+  }
+  return static_cast<int32_t>(h & 0x7fffffffu);
+}
+
+hvd_op blank_op(int32_t type) {
+  hvd_op op{};
+  op.op_type = type;
+  op.device = HVD_DEVICE_CPU;
+  op.process_set_id = HVD_GLOBAL_PROCESS_SET;
+  return op;
+}
+
 }  // namespace
 
-Runtime::Runtime(WorldInfo world, config::Settings settings)
-    : world_(std::move(world)), settings_(std::move(settings)) {}
+Runtime::Runtime(WorldInfo world, config::Settings settings, int64_t first_handle)
+    : world_(std::move(world)), settings_(std::move(settings)), handles_(first_handle) {}
 
 Runtime::~Runtime() {
-  cpu_.reset();
-  rendezvous_.reset();
+  shutdown();
   spdlog::debug("left the world (epoch {})", epoch_);
 }
 
-Result<std::unique_ptr<Runtime>> Runtime::init(const EnvLookup& lookup) {
+Result<std::unique_ptr<Runtime>> Runtime::init(const EnvLookup& lookup, int64_t first_handle,
+                                               int64_t generation) {
   auto world = read_world(lookup);
   if (!world.is_ok()) return world.status();
   config::Settings settings;
@@ -48,12 +71,42 @@ Result<std::unique_ptr<Runtime>> Runtime::init(const EnvLookup& lookup) {
   std::string prefix = std::to_string(world->rank) + "@" + world->hostname;
   common::init_logging(prefix, level.value());
 
-  std::unique_ptr<Runtime> runtime(new Runtime(std::move(world).value(), std::move(settings)));
-  HVD_RETURN_IF_ERROR(runtime->start());
+  std::unique_ptr<Runtime> runtime(
+      new Runtime(std::move(world).value(), std::move(settings), first_handle));
+  HVD_RETURN_IF_ERROR(runtime->start(generation));
   return runtime;
 }
 
-Status Runtime::start() {
+Result<std::unique_ptr<transports::Transport>> Runtime::connect(const std::string& key_prefix,
+                                                                int rank, int size) const {
+  transports::TransportContext context;
+  context.rank = rank;
+  context.size = size;
+  context.store = rendezvous_.get();
+  context.key_prefix = key_prefix;
+  context.bind_address = world_.bind_address;
+  context.timeout = seconds_setting(settings_, "transport_timeout");
+  return transports::TransportRegistry::with_builtins().create(settings_.get("cpu_transport"),
+                                                               context);
+}
+
+std::shared_ptr<engine::SetEngine> Runtime::make_engine(
+    int32_t id, const std::vector<int>& ranks, int rank,
+    std::unique_ptr<transports::Transport> transport) {
+  engine::SetEngineOptions o;
+  o.process_set_id = id;
+  o.rank = rank;
+  o.global_ranks = ranks;
+  o.cycle_time_ms = settings_.get_double("cycle_time_ms");
+  o.fusion_threshold = settings_.get_int("fusion_threshold");
+  o.cache_capacity = static_cast<size_t>(settings_.get_int("cache_capacity"));
+  o.stall_warning = std::chrono::seconds(settings_.get_int("stall_check_warning_time_seconds"));
+  o.stall_shutdown = std::chrono::seconds(settings_.get_int("stall_check_shutdown_time_seconds"));
+  return std::make_shared<engine::SetEngine>(std::move(o), std::move(transport), handles_,
+                                             &timeline_);
+}
+
+Status Runtime::start(int64_t generation) {
   if (world_.has_rendezvous()) {
     rendezvous_ = std::make_unique<RendezvousClient>(
         world_.rendezvous_addr, world_.job_token, seconds_setting(settings_, "transport_timeout"));
@@ -71,51 +124,159 @@ Status Runtime::start() {
     epoch_ = joined->epoch;
   }
 
-  transports::TransportContext context;
-  context.rank = world_.rank;
-  context.size = world_.size;
-  context.store = rendezvous_.get();
-  context.key_prefix = "epoch" + std::to_string(epoch_) + "/cpu/";
-  context.bind_address = world_.bind_address;
-  context.timeout = seconds_setting(settings_, "transport_timeout");
-  auto cpu = transports::TransportRegistry::with_builtins().create(settings_.get("cpu_transport"),
-                                                                   context);
+  auto cpu = connect("epoch" + std::to_string(epoch_) + "/cpu/", world_.rank, world_.size);
   if (!cpu.is_ok()) return cpu.status();
-  cpu_ = std::move(cpu).value();
+  std::string transport_name(cpu.value()->name());
+
+  auto global = std::make_shared<engine::ProcessSet>();
+  global->id = HVD_GLOBAL_PROCESS_SET;
+  for (int r = 0; r < world_.size; ++r) global->ranks.push_back(r);
+  global->rank = world_.rank;
+  global->engine = make_engine(global->id, global->ranks, global->rank, std::move(cpu).value());
+  sets_.add(std::move(global));
+
+  if (std::string path = settings_.get("timeline_filename"); !path.empty()) {
+    if (generation > 0) path += "." + std::to_string(generation);
+    HVD_RETURN_IF_ERROR(start_timeline(path));
+  }
   spdlog::info("rank {} of {} (local {}/{}, cross {}/{}) ready, epoch {}, cpu transport {}",
                world_.rank, world_.size, world_.local_rank, world_.local_size, world_.cross_rank,
-               world_.cross_size, epoch_, cpu_->name());
+               world_.cross_size, epoch_, transport_name);
   return Status::ok();
 }
 
-Status Runtime::allreduce(void* data, int64_t count, int32_t dtype, int32_t op_code) {
-  auto type = to_data_type(dtype, "allreduce");
-  if (!type.is_ok()) return type.status();
-  auto op = to_reduce_op(op_code, "allreduce");
-  if (!op.is_ok()) return op.status();
-  auto bytes = byte_size(data, count, type.value(), "allreduce", "data");
-  if (!bytes.is_ok()) return bytes.status();
-  bool average = op.value() == ReduceOp::kAverage;
-  if (average && type.value() == DataType::kBool) {
-    return common::invalid_argument("allreduce: average is not defined for bool");
+void Runtime::shutdown() {
+  std::lock_guard lock(shutdown_mu_);
+  if (shut_down_.exchange(true)) return;
+  auto sets = sets_.take_all();
+  // Process sets first, the global set last: each stop is collective over
+  // the set's members, and every rank stops them in the same order.
+  for (auto it = sets.rbegin(); it != sets.rend(); ++it) {
+    if ((*it)->engine) (*it)->engine->stop(common::aborted("hvd is shutting down"));
   }
+  sets.clear();
+  timeline_.set(nullptr);
+  rendezvous_.reset();
+}
 
-  std::lock_guard lock(mu_);
-  HVD_RETURN_IF_ERROR(cpu_->allreduce({data, bytes.value()}, type.value(),
-                                      average ? ReduceOp::kSum : op.value()));
-  if (!average) return Status::ok();
-  // Sum, then divide by the world size; integers truncate toward zero (scale.h).
-  return divide(data, static_cast<size_t>(count), type.value(), world_.size);
+Result<std::shared_ptr<const engine::ProcessSet>> Runtime::process_set(int32_t id) const {
+  auto set = sets_.find(id);
+  if (!set) {
+    if (shut_down_) return common::aborted("hvd is shutting down");
+    return common::not_found("no process set " + std::to_string(id));
+  }
+  return set;
+}
+
+Result<std::shared_ptr<const engine::ProcessSet>> Runtime::member_set(int32_t id) const {
+  auto set = process_set(id);
+  if (!set.is_ok()) return set;
+  if (set.value()->rank < 0) {
+    std::vector<int64_t> ranks(set.value()->ranks.begin(), set.value()->ranks.end());
+    return common::invalid_argument("rank " + std::to_string(world_.rank) +
+                                    " is not a member of process set " + std::to_string(id) +
+                                    " (ranks " + engine::shape_string(ranks) + ")");
+  }
+  return set;
+}
+
+Result<int64_t> Runtime::enqueue(const hvd_op& op) {
+  auto set = member_set(op.process_set_id);
+  if (!set.is_ok()) return set.status();
+  const engine::ProcessSet& ps = *set.value();
+  auto entry = make_entry(op, ps);
+  if (!entry.is_ok()) return entry.status();
+  engine::Entry& e = entry.value();
+  if (e.request.name.empty() && e.request.op_type != OpType::kJoin) {
+    e.request.name = ps.engine->auto_name(e.request.op_type);
+  }
+  int64_t handle = handles_.create();
+  e.handle = handle;
+  e.enqueued = engine::Clock::now();
+  Status s = ps.engine->enqueue(e);
+  if (!s.is_ok()) {
+    handles_.discard(handle);
+    return s;
+  }
+  return handle;
+}
+
+Status Runtime::enqueue_group(const hvd_op* ops, int32_t n, int64_t* handles) {
+  if (ops == nullptr || handles == nullptr || n < 1) {
+    return common::invalid_argument("hvd_enqueue_group: needs n >= 1 ops and room for n handles");
+  }
+  auto set = member_set(ops[0].process_set_id);
+  if (!set.is_ok()) return set.status();
+  const engine::ProcessSet& ps = *set.value();
+  std::vector<engine::Entry> entries;
+  std::vector<std::string> names;
+  for (int32_t i = 0; i < n; ++i) {
+    if (ops[i].process_set_id != ps.id) {
+      return common::invalid_argument("hvd_enqueue_group: every op of a group must be on the same "
+                                      "process set (op 0 is on " + std::to_string(ps.id) +
+                                      ", op " + std::to_string(i) + " on " +
+                                      std::to_string(ops[i].process_set_id) + ")");
+    }
+    if (ops[i].op_type == HVD_OPTYPE_JOIN || ops[i].op_type == HVD_OPTYPE_BARRIER) {
+      return common::invalid_argument("hvd_enqueue_group: join and barrier cannot be grouped");
+    }
+    auto entry = make_entry(ops[i], ps);
+    if (!entry.is_ok()) {
+      return entry.status().with_context("hvd_enqueue_group: op " + std::to_string(i));
+    }
+    entries.push_back(std::move(entry).value());
+  }
+  for (engine::Entry& e : entries) {
+    if (e.request.name.empty()) e.request.name = ps.engine->auto_name(e.request.op_type);
+    names.push_back(e.request.name);
+  }
+  const int32_t group = group_id_of(names);
+  const auto now = engine::Clock::now();
+  for (engine::Entry& e : entries) {
+    e.request.group_id = group;
+    e.request.group_size = n;
+    e.handle = handles_.create();
+    e.enqueued = now;
+  }
+  std::vector<int64_t> ids;
+  for (const engine::Entry& e : entries) ids.push_back(e.handle);
+  Status s = ps.engine->enqueue_group(entries);
+  if (!s.is_ok()) {
+    for (int64_t id : ids) handles_.discard(id);
+    return s;
+  }
+  std::copy(ids.begin(), ids.end(), handles);
+  return Status::ok();
+}
+
+Status Runtime::run(const hvd_op& op) {
+  auto handle = enqueue(op);
+  if (!handle.is_ok()) return handle.status();
+  Status s = handles_.wait(handle.value(), std::nullopt);
+  (void)handles_.release(handle.value());
+  return s;
+}
+
+Status Runtime::allreduce(void* data, int64_t count, int32_t dtype, int32_t op_code) {
+  hvd_op op = blank_op(HVD_OPTYPE_ALLREDUCE);
+  op.input = data;
+  op.output = data;
+  op.shape = &count;
+  op.ndim = 1;
+  op.dtype = dtype;
+  op.reduce_op = op_code;
+  return run(op);
 }
 
 Status Runtime::broadcast(void* data, int64_t count, int32_t dtype, int root) {
-  auto type = to_data_type(dtype, "broadcast");
-  if (!type.is_ok()) return type.status();
-  auto bytes = byte_size(data, count, type.value(), "broadcast", "data");
-  if (!bytes.is_ok()) return bytes.status();
-  HVD_RETURN_IF_ERROR(check_root(root, world_.size, "broadcast"));
-  std::lock_guard lock(mu_);
-  return cpu_->broadcast({data, bytes.value()}, root);
+  hvd_op op = blank_op(HVD_OPTYPE_BROADCAST);
+  op.input = data;
+  op.output = data;
+  op.shape = &count;
+  op.ndim = 1;
+  op.dtype = dtype;
+  op.root_rank = root;
+  return run(op);
 }
 
 Status Runtime::allgather(const void* in, int64_t count, int32_t dtype, void* out,
@@ -124,8 +285,6 @@ Status Runtime::allgather(const void* in, int64_t count, int32_t dtype, void* ou
   if (!type.is_ok()) return type.status();
   auto in_bytes = byte_size(in, count, type.value(), "allgather", "input");
   if (!in_bytes.is_ok()) return in_bytes.status();
-  size_t element = common::data_type_size(type.value());
-  std::vector<int64_t> byte_counts(static_cast<size_t>(world_.size));
   int64_t total = 0;
   for (int r = 0; r < world_.size; ++r) {
     int64_t n = counts != nullptr ? counts[r] : count;
@@ -133,7 +292,6 @@ Status Runtime::allgather(const void* in, int64_t count, int32_t dtype, void* ou
       return common::invalid_argument("allgather: counts[" + std::to_string(r) + "] (" +
                                       std::to_string(n) + ") is negative or too large");
     }
-    byte_counts[static_cast<size_t>(r)] = n * static_cast<int64_t>(element);
     total += n;
   }
   if (counts != nullptr && counts[world_.rank] != count) {
@@ -143,13 +301,157 @@ Status Runtime::allgather(const void* in, int64_t count, int32_t dtype, void* ou
   }
   auto out_bytes = byte_size(out, total, type.value(), "allgather", "output");
   if (!out_bytes.is_ok()) return out_bytes.status();
-  std::lock_guard lock(mu_);
-  return cpu_->allgatherv({in, in_bytes.value()}, {out, out_bytes.value()}, byte_counts);
+
+  hvd_op op = blank_op(HVD_OPTYPE_ALLGATHER);
+  op.input = in;
+  op.shape = &count;
+  op.ndim = 1;
+  op.dtype = dtype;
+  auto handle = enqueue(op);
+  if (!handle.is_ok()) return handle.status();
+  Status s = handles_.wait(handle.value(), std::nullopt);
+  if (s.is_ok()) {
+    s = handles_.inspect(handle.value(), [&](const engine::FinishedOp& done) -> Status {
+      if (done.output.bytes != out_bytes.value()) {
+        return common::invalid_argument(
+            "allgather: the ranks contributed " +
+            std::to_string(done.output.bytes / common::data_type_size(type.value())) +
+            " elements in all, but the counts given add up to " + std::to_string(total));
+      }
+      if (done.output.bytes > 0) std::memcpy(out, done.output.data.get(), done.output.bytes);
+      return Status::ok();
+    });
+  }
+  (void)handles_.release(handle.value());
+  return s;
 }
 
-Status Runtime::barrier() {
-  std::lock_guard lock(mu_);
-  return cpu_->barrier();
+Status Runtime::barrier() { return run(blank_op(HVD_OPTYPE_BARRIER)); }
+
+Status Runtime::agree(const char* call, std::vector<int64_t> description) {
+  // Each rank contributes [length, description...]; the rows come back in
+  // rank order, so every rank can compare everyone's call with its own.
+  description.insert(description.begin(), static_cast<int64_t>(description.size()) + 1);
+  hvd_op op = blank_op(HVD_OPTYPE_ALLGATHER);
+  std::string name = "hvd.process_set_call." + std::to_string(process_set_calls_++);
+  op.name = name.c_str();
+  op.input = description.data();
+  int64_t rows = static_cast<int64_t>(description.size());
+  op.shape = &rows;
+  op.ndim = 1;
+  op.dtype = HVD_INT64;
+  auto handle = enqueue(op);
+  if (!handle.is_ok()) return handle.status();
+  Status s = handles_.wait(handle.value(), std::nullopt);
+  std::vector<int64_t> all;
+  if (s.is_ok()) {
+    s = handles_.inspect(handle.value(), [&](const engine::FinishedOp& done) {
+      all.resize(done.output.bytes / sizeof(int64_t));
+      if (!all.empty()) std::memcpy(all.data(), done.output.data.get(), done.output.bytes);
+      return Status::ok();
+    });
+  }
+  (void)handles_.release(handle.value());
+  HVD_RETURN_IF_ERROR(s);
+  std::string differences;
+  bool differ = false;
+  size_t at = 0;
+  for (int r = 0; r < world_.size && at < all.size(); ++r) {
+    auto length = static_cast<size_t>(std::max<int64_t>(all[at], 1));
+    std::vector<int64_t> theirs(all.begin() + static_cast<std::ptrdiff_t>(at + 1),
+                                all.begin() + static_cast<std::ptrdiff_t>(std::min(at + length, all.size())));
+    differ = differ || theirs != std::vector<int64_t>(description.begin() + 1, description.end());
+    differences += (r > 0 ? ", rank " : "rank ") + std::to_string(r) + " " +
+                   engine::shape_string(theirs);
+    at += length;
+  }
+  if (!differ) return Status::ok();
+  return common::invalid_argument(std::string(call) +
+                                  ": the ranks made different calls (op, id, ranks): " +
+                                  differences);
+}
+
+Result<int32_t> Runtime::add_process_set(std::span<const int32_t> ranks) {
+  std::lock_guard lock(process_set_mu_);
+  std::vector<int> members(ranks.begin(), ranks.end());
+  std::sort(members.begin(), members.end());
+  // Agree first, check after: every rank then fails (or succeeds) alike.
+  const int32_t id = next_set_id_;
+  std::vector<int64_t> description{1, id};
+  description.insert(description.end(), members.begin(), members.end());
+  HVD_RETURN_IF_ERROR(agree("hvd_add_process_set", std::move(description)));
+  if (members.empty()) return common::invalid_argument("hvd_add_process_set: no ranks given");
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i] < 0 || members[i] >= world_.size) {
+      return common::invalid_argument("hvd_add_process_set: rank " + std::to_string(members[i]) +
+                                      " is out of range for a world of size " +
+                                      std::to_string(world_.size));
+    }
+    if (i > 0 && members[i] == members[i - 1]) {
+      return common::invalid_argument("hvd_add_process_set: rank " + std::to_string(members[i]) +
+                                      " is given twice");
+    }
+  }
+  ++next_set_id_;
+
+  auto set = std::make_shared<engine::ProcessSet>();
+  set->id = id;
+  set->ranks = members;
+  auto me = std::find(members.begin(), members.end(), world_.rank);
+  set->rank = me == members.end() ? -1 : static_cast<int>(me - members.begin());
+  if (set->rank >= 0) {
+    auto transport = connect("epoch" + std::to_string(epoch_) + "/ps" + std::to_string(id) + "/",
+                             set->rank, set->size());
+    if (!transport.is_ok()) {
+      return transport.status().with_context("hvd_add_process_set: process set " +
+                                             std::to_string(id));
+    }
+    set->engine = make_engine(id, members, set->rank, std::move(transport).value());
+  }
+  std::shared_ptr<engine::SetEngine> engine = set->engine;
+  if (!sets_.add(std::move(set))) {
+    if (engine) engine->stop(common::aborted("hvd is shutting down"));
+    return common::aborted("hvd is shutting down");
+  }
+  spdlog::debug("process set {} added: {} ranks", id, members.size());
+  return id;
+}
+
+Status Runtime::remove_process_set(int32_t id) {
+  std::lock_guard lock(process_set_mu_);
+  if (id == HVD_GLOBAL_PROCESS_SET) {
+    return common::invalid_argument("hvd_remove_process_set: the global process set (0) cannot "
+                                    "be removed");
+  }
+  HVD_RETURN_IF_ERROR(agree("hvd_remove_process_set", {2, id}));
+  auto set = process_set(id);
+  if (!set.is_ok()) return set.status().with_context("hvd_remove_process_set");
+  auto removed = sets_.remove(id);
+  if (removed && removed->engine) {
+    removed->engine->stop(
+        common::aborted("process set " + std::to_string(id) + " was removed"));
+  }
+  return Status::ok();
+}
+
+Status Runtime::start_timeline(const std::string& path) {
+  if (path.empty()) return common::invalid_argument("hvd_start_timeline: the path is empty");
+  if (world_.rank != 0) return Status::ok();  // rank 0 writes the job's timeline
+  auto timeline = engine::Timeline::open(path, world_.rank);
+  if (!timeline.is_ok()) return timeline.status();
+  timeline_.set(std::shared_ptr<engine::Timeline>(std::move(timeline).value()));
+  return Status::ok();
+}
+
+Status Runtime::stop_timeline() {
+  timeline_.set(nullptr);
+  return Status::ok();
+}
+
+Result<engine::EngineStats> Runtime::stats(int32_t set_id) const {
+  auto set = member_set(set_id);
+  if (!set.is_ok()) return set.status();
+  return set.value()->engine->stats();
 }
 
 }  // namespace hvd::runtime

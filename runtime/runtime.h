@@ -1,20 +1,29 @@
 // Everything one initialized world owns: who we are (WorldInfo), the
-// resolved settings, the rendezvous client and the CPU transport. Created by
-// init() (joins the job, connects the transport); destroying it is shutdown.
-// A later init() joins again and gets the next epoch, hence fresh keys.
+// resolved settings, the rendezvous client, the handle table, the timeline
+// and the process sets with their engines (id 0: the global set, over the
+// CPU transport). Created by init() (joins the job, connects the transport,
+// starts the global set's engine thread); shutdown() (or destruction) stops
+// the engines, failing pending ops with "hvd is shutting down". A later
+// init() joins again and gets the next epoch, hence fresh keys and engines.
 //
-// Collectives are serialised by a mutex and run on the calling thread, so
-// programs that call them from several threads must issue them in the same
-// order on every rank. The async engine (queue, negotiation, fusion) will
-// take the transport over and lift that restriction.
+// User threads only enqueue (docs/threading.md); the blocking collectives
+// are enqueue + wait, so any thread may call anything in any order, and
+// ranks may submit named ops in different orders.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <span>
+#include <string>
 
 #include "common/status.h"
 #include "config/settings.h"
+#include "hvd/c_api.h"
+#include "runtime/engine/handle_table.h"
+#include "runtime/engine/process_sets.h"
+#include "runtime/engine/timeline_slot.h"
 #include "runtime/rendezvous_client.h"
 #include "runtime/world.h"
 #include "transports/transport.h"
@@ -23,7 +32,12 @@ namespace hvd::runtime {
 
 class Runtime {
  public:
-  static Result<std::unique_ptr<Runtime>> init(const EnvLookup& lookup);
+  // Handle ids start at `first_handle` (see HandleTable). `generation`
+  // counts the runtimes this process had before: the timeline_filename
+  // setting's file gets the suffix ".<generation>" after the first, so that
+  // a re-init does not overwrite the timeline of the runtime before it.
+  static Result<std::unique_ptr<Runtime>> init(const EnvLookup& lookup, int64_t first_handle = 1,
+                                               int64_t generation = 0);
   ~Runtime();
 
   Runtime(const Runtime&) = delete;
@@ -31,8 +45,16 @@ class Runtime {
 
   const WorldInfo& world() const { return world_; }
   int64_t epoch() const { return epoch_; }
+  engine::HandleTable& handles() { return handles_; }
 
-  // The C ABI's collectives, with its raw codes and element counts.
+  // ---- The engine (docs/engine.md) ----
+  // A handle for the op; argument errors, a set this rank is not a member
+  // of, a name already in flight or a stopped engine are returned at once.
+  Result<int64_t> enqueue(const hvd_op& op);
+  // n ops negotiated and completed together; handles[0..n) on success.
+  Status enqueue_group(const hvd_op* ops, int32_t n, int64_t* handles);
+
+  // ---- The blocking collectives of the C ABI (enqueue + wait) ----
   Status allreduce(void* data, int64_t count, int32_t dtype, int32_t op);
   Status broadcast(void* data, int64_t count, int32_t dtype, int root);
   // counts: one element count per rank, or null when every rank gives `count`.
@@ -40,16 +62,51 @@ class Runtime {
                    const int64_t* counts);
   Status barrier();
 
+  // ---- Process sets: add and remove are collective over every rank ----
+  Result<int32_t> add_process_set(std::span<const int32_t> ranks);
+  Status remove_process_set(int32_t id);
+  // kNotFound for an unknown id.
+  Result<std::shared_ptr<const engine::ProcessSet>> process_set(int32_t id) const;
+
+  // ---- Timeline: written by rank 0 only (a no-op elsewhere) ----
+  Status start_timeline(const std::string& path);
+  Status stop_timeline();
+
+  // Stops every engine (process sets first, the global set last) and closes
+  // the transports. Idempotent; later enqueues fail.
+  void shutdown();
+
+  // The counters of a set's engine on this rank (tests, diagnostics).
+  Result<engine::EngineStats> stats(int32_t set_id) const;
+
  private:
-  Runtime(WorldInfo world, config::Settings settings);
-  Status start();  // join, then connect the CPU transport
+  Runtime(WorldInfo world, config::Settings settings, int64_t first_handle);
+  Status start(int64_t generation);  // join, connect, start the global engine
+  Result<std::unique_ptr<transports::Transport>> connect(const std::string& key_prefix, int rank,
+                                                         int size) const;
+  std::shared_ptr<engine::SetEngine> make_engine(int32_t id, const std::vector<int>& ranks,
+                                                 int rank,
+                                                 std::unique_ptr<transports::Transport> transport);
+  Result<std::shared_ptr<const engine::ProcessSet>> member_set(int32_t id) const;
+  // enqueue + wait + release.
+  Status run(const hvd_op& op);
+  // Checks that every rank makes the same process-set call (an allgather
+  // over the global set); the error names the ranks that differ.
+  Status agree(const char* call, std::vector<int64_t> description);
 
   WorldInfo world_;
   config::Settings settings_;
   int64_t epoch_ = 0;
   std::unique_ptr<RendezvousClient> rendezvous_;  // null in a world of one without a launcher
-  std::unique_ptr<transports::Transport> cpu_;    // declared last: destroyed first
-  std::mutex mu_;                                 // one collective at a time
+  engine::HandleTable handles_;
+  engine::TimelineSlot timeline_;
+  engine::ProcessSetTable sets_;  // declared after what the engines use: stopped first
+
+  std::mutex process_set_mu_;     // one add/remove at a time (ids follow call order)
+  int32_t next_set_id_ = 1;
+  int64_t process_set_calls_ = 0;
+  std::mutex shutdown_mu_;
+  std::atomic<bool> shut_down_{false};
 };
 
 }  // namespace hvd::runtime

@@ -114,7 +114,10 @@ typedef struct hvd_op {
   int32_t process_set_id;
 } hvd_op;
 
-/* *handle receives a handle >= 1. Argument errors are returned at once. */
+/* *handle receives a handle >= 1. Argument errors are returned at once, as
+ * are HVD_ERR_ALREADY_EXISTS for a name already in flight on the set, an
+ * error for a set this rank is not a member of, and the engine's error once
+ * it stopped (shutdown) or failed (a dead peer). */
 HVD_EXPORT int hvd_enqueue(const hvd_op* op, int64_t* handle);
 /* The n ops are negotiated together and complete together (grouped ops). */
 HVD_EXPORT int hvd_enqueue_group(const hvd_op* ops, int32_t n, int64_t* handles);
@@ -143,13 +146,17 @@ HVD_EXPORT int hvd_release(int64_t handle);
  * calls; *id receives the new set's id (> 0). */
 HVD_EXPORT int hvd_add_process_set(const int32_t* ranks, int32_t n, int32_t* id);
 HVD_EXPORT int hvd_remove_process_set(int32_t id);
-/* This rank's rank in the set, or -1 when not a member; the set's size. */
+/* This rank's rank in the set, or -1 when not a member; the set's size.
+ * Both return -HVD_ERR_NOT_FOUND for an unknown set (and another negated
+ * HVD_ERR_* code when not initialized), with hvd_last_error() set. */
 HVD_EXPORT int hvd_process_set_rank(int32_t id);
 HVD_EXPORT int hvd_process_set_size(int32_t id);
 /* The set's global ranks into ranks[0..n). */
 HVD_EXPORT int hvd_process_set_ranks(int32_t id, int32_t* ranks, int32_t n);
 
-/* ---- Timeline (docs/engine.md) ------------------------------------------- */
+/* ---- Timeline (docs/engine.md) -------------------------------------------
+ * Rank 0 writes the Chrome-trace file; on other ranks these are no-ops. Safe
+ * while ops run. */
 HVD_EXPORT int hvd_start_timeline(const char* path);
 HVD_EXPORT int hvd_stop_timeline(void);
 

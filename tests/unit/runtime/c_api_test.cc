@@ -1,8 +1,12 @@
 // The C ABI of libhvd.so in a world of one (no launcher): what Python's
 // ctypes binding will see.
-#include <catch2/catch.hpp>
+#include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -140,4 +144,232 @@ TEST_CASE("c api: constants and version", "[c_api]") {
   CHECK(std::string(hvd_last_error()) == "hvd_constant: no constant named 'HVD_FLOAT128'");
   CHECK(hvd_constant(nullptr, &value) == HVD_ERR_INVALID_ARGUMENT);
   CHECK(std::string(hvd_version()) == HVD_TEST_EXPECTED_VERSION);
+  struct Known {
+    const char* name;
+    int64_t value;
+  };
+  for (Known k : {Known{"HVD_OPTYPE_ALLREDUCE", HVD_OPTYPE_ALLREDUCE},
+                  Known{"HVD_OPTYPE_ALLGATHER", HVD_OPTYPE_ALLGATHER},
+                  Known{"HVD_OPTYPE_BROADCAST", HVD_OPTYPE_BROADCAST},
+                  Known{"HVD_OPTYPE_ALLTOALL", HVD_OPTYPE_ALLTOALL},
+                  Known{"HVD_OPTYPE_REDUCESCATTER", HVD_OPTYPE_REDUCESCATTER},
+                  Known{"HVD_OPTYPE_BARRIER", HVD_OPTYPE_BARRIER},
+                  Known{"HVD_OPTYPE_JOIN", HVD_OPTYPE_JOIN}, Known{"HVD_DEVICE_CPU", HVD_DEVICE_CPU},
+                  Known{"HVD_GLOBAL_PROCESS_SET", HVD_GLOBAL_PROCESS_SET}}) {
+    INFO(k.name);
+    value = 12345;
+    REQUIRE(hvd_constant(k.name, &value) == HVD_OK);
+    CHECK(value == k.value);
+  }
+}
+
+namespace {
+
+hvd_op make(int32_t type, void* input, void* output, const int64_t* shape, int32_t ndim,
+            int32_t dtype = HVD_FLOAT32, const char* name = nullptr) {
+  hvd_op op{};
+  op.op_type = type;
+  op.name = name;
+  op.input = input;
+  op.output = output;
+  op.shape = shape;
+  op.ndim = ndim;
+  op.dtype = dtype;
+  op.device = HVD_DEVICE_CPU;
+  op.process_set_id = HVD_GLOBAL_PROCESS_SET;
+  return op;
+}
+
+}  // namespace
+
+TEST_CASE("c api: async ops and handles in a world of one", "[c_api]") {
+  clear_environment();
+  ShutdownAfter cleanup;
+  REQUIRE(hvd_init() == HVD_OK);
+
+  std::vector<float> data{1.0f, 2.0f, 3.0f, 4.0f};
+  int64_t shape2[] = {2, 2};
+  hvd_op ar = make(HVD_OPTYPE_ALLREDUCE, data.data(), data.data(), shape2, 2, HVD_FLOAT32, "w");
+  ar.reduce_op = HVD_OP_AVERAGE;
+  ar.prescale_factor = 2.0;
+  ar.postscale_factor = 0.25;
+  int64_t h = 0;
+  REQUIRE(hvd_enqueue(&ar, &h) == HVD_OK);
+  CHECK(h >= 1);
+  REQUIRE(hvd_wait(h, 10) == HVD_OK);
+  CHECK(hvd_poll(h) == 1);
+  CHECK(data == std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f});
+  int64_t out_shape[4];
+  int32_t ndim = -1;
+  // allreduce writes in place: its engine output is empty.
+  CHECK(hvd_handle_output_shape(h, out_shape, 4, &ndim) == HVD_OK);
+  CHECK(ndim == 0);
+  REQUIRE(hvd_release(h) == HVD_OK);
+  CHECK(hvd_poll(h) == -HVD_ERR_NOT_FOUND);
+  CHECK(hvd_release(h) == HVD_ERR_NOT_FOUND);
+
+  // allgather: the engine allocates the output.
+  std::vector<int16_t> rows{1, 2, 3, 4, 5, 6};
+  int64_t shape3[] = {3, 2};
+  hvd_op ag = make(HVD_OPTYPE_ALLGATHER, rows.data(), nullptr, shape3, 2, HVD_INT16);
+  REQUIRE(hvd_enqueue(&ag, &h) == HVD_OK);
+  REQUIRE(hvd_wait(h, 10) == HVD_OK);
+  REQUIRE(hvd_handle_output_shape(h, out_shape, 4, &ndim) == HVD_OK);
+  CHECK(ndim == 2);
+  CHECK(out_shape[0] == 3);
+  CHECK(out_shape[1] == 2);
+  CHECK(hvd_handle_output_shape(h, out_shape, 1, &ndim) == HVD_ERR_INVALID_ARGUMENT);
+  std::vector<int16_t> copy(6);
+  CHECK(hvd_handle_copy_output(h, copy.data(), 10) == HVD_ERR_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(hvd_last_error()), Catch::Contains("12 bytes"));
+  REQUIRE(hvd_handle_copy_output(h, copy.data(), 12) == HVD_OK);
+  CHECK(copy == rows);
+  int64_t splits[1];
+  CHECK(hvd_handle_received_splits(h, splits, 1) == HVD_ERR_INVALID_ARGUMENT);
+  int32_t last = -1;
+  CHECK(hvd_handle_join_result(h, &last) == HVD_ERR_INVALID_ARGUMENT);
+  REQUIRE(hvd_release(h) == HVD_OK);
+
+  // alltoall with splits, reducescatter, barrier, join.
+  hvd_op a2a = make(HVD_OPTYPE_ALLTOALL, rows.data(), nullptr, shape3, 2, HVD_INT16);
+  int64_t all_rows[] = {3};
+  a2a.splits = all_rows;
+  REQUIRE(hvd_enqueue(&a2a, &h) == HVD_OK);
+  REQUIRE(hvd_wait(h, 10) == HVD_OK);
+  REQUIRE(hvd_handle_received_splits(h, splits, 1) == HVD_OK);
+  CHECK(splits[0] == 3);
+  REQUIRE(hvd_release(h) == HVD_OK);
+  hvd_op rs = make(HVD_OPTYPE_REDUCESCATTER, rows.data(), nullptr, shape3, 2, HVD_INT16);
+  REQUIRE(hvd_enqueue(&rs, &h) == HVD_OK);
+  REQUIRE(hvd_wait(h, 10) == HVD_OK);
+  REQUIRE(hvd_handle_copy_output(h, copy.data(), 12) == HVD_OK);
+  CHECK(copy == rows);
+  REQUIRE(hvd_release(h) == HVD_OK);
+  hvd_op join = make(HVD_OPTYPE_JOIN, nullptr, nullptr, nullptr, 0);
+  REQUIRE(hvd_enqueue(&join, &h) == HVD_OK);
+  REQUIRE(hvd_wait(h, 10) == HVD_OK);
+  REQUIRE(hvd_handle_join_result(h, &last) == HVD_OK);
+  CHECK(last == 0);
+  REQUIRE(hvd_release(h) == HVD_OK);
+
+  // A group: every handle comes back; they complete together.
+  std::vector<double> g1{1.0}, g2{2.0, 3.0};
+  int64_t s1[] = {1}, s2[] = {2};
+  hvd_op group[] = {make(HVD_OPTYPE_ALLREDUCE, g1.data(), g1.data(), s1, 1, HVD_FLOAT64, "g1"),
+                    make(HVD_OPTYPE_ALLGATHER, g2.data(), nullptr, s2, 1, HVD_FLOAT64, "g2")};
+  int64_t hs[2] = {0, 0};
+  REQUIRE(hvd_enqueue_group(group, 2, hs) == HVD_OK);
+  REQUIRE(hvd_wait(hs[1], 10) == HVD_OK);
+  CHECK(hvd_poll(hs[0]) == 1);
+  CHECK(hvd_release(hs[0]) == HVD_OK);
+  CHECK(hvd_release(hs[1]) == HVD_OK);
+  CHECK(hvd_enqueue_group(group, 0, hs) == HVD_ERR_INVALID_ARGUMENT);
+}
+
+TEST_CASE("c api: enqueue refuses bad ops at once", "[c_api]") {
+  clear_environment();
+  ShutdownAfter cleanup;
+  REQUIRE(hvd_init() == HVD_OK);
+  float x[4] = {};
+  int64_t one[] = {1};
+  int64_t h = 0;
+  auto refused = [&](hvd_op op, int code, const std::string& fragment) {
+    INFO(fragment);
+    CHECK(hvd_enqueue(&op, &h) == code);
+    CHECK_THAT(std::string(hvd_last_error()), Catch::Contains(fragment));
+  };
+  hvd_op op = make(9, x, x, one, 1);
+  refused(op, HVD_ERR_INVALID_ARGUMENT, "9 is not an op type");
+  int64_t negative[] = {-2};
+  refused(make(HVD_OPTYPE_ALLREDUCE, x, x, negative, 1), HVD_ERR_INVALID_ARGUMENT, "negative");
+  refused(make(HVD_OPTYPE_ALLREDUCE, x, x, nullptr, 1), HVD_ERR_INVALID_ARGUMENT, "shape is null");
+  refused(make(HVD_OPTYPE_ALLREDUCE, x, nullptr, one, 1), HVD_ERR_INVALID_ARGUMENT, "output is null");
+  refused(make(HVD_OPTYPE_ALLGATHER, x, x, one, 1), HVD_ERR_INVALID_ARGUMENT, "output must be null");
+  refused(make(HVD_OPTYPE_ALLGATHER, nullptr, nullptr, one, 1), HVD_ERR_INVALID_ARGUMENT, "input is null");
+  refused(make(HVD_OPTYPE_ALLGATHER, x, nullptr, one, 0), HVD_ERR_INVALID_ARGUMENT, "at least one dimension");
+  op = make(HVD_OPTYPE_ALLREDUCE, x, x, one, 1, HVD_INT32);
+  op.prescale_factor = 0.5;
+  refused(op, HVD_ERR_INVALID_ARGUMENT, "need a floating type, not int32");
+  op = make(HVD_OPTYPE_BROADCAST, x, x, one, 1);
+  op.root_rank = 3;
+  refused(op, HVD_ERR_INVALID_ARGUMENT, "root 3 is out of range for a world of size 1");
+  op = make(HVD_OPTYPE_ALLREDUCE, x, x, one, 1);
+  op.device = 0;
+  refused(op, HVD_ERR_UNIMPLEMENTED, "CUDA");
+  op = make(HVD_OPTYPE_ALLREDUCE, x, x, one, 1);
+  op.process_set_id = 5;
+  refused(op, HVD_ERR_NOT_FOUND, "no process set 5");
+  int64_t four[] = {4};
+  op = make(HVD_OPTYPE_ALLTOALL, x, nullptr, four, 1);
+  int64_t bad_splits[] = {3};
+  op.splits = bad_splits;
+  refused(op, HVD_ERR_INVALID_ARGUMENT, "splits add up to 3 rows but the tensor has 4");
+  CHECK(hvd_enqueue(nullptr, &h) == HVD_ERR_INVALID_ARGUMENT);
+
+  // Unknown handles.
+  CHECK(hvd_wait(987654, 1) == HVD_ERR_NOT_FOUND);
+  CHECK(hvd_poll(987654) == -HVD_ERR_NOT_FOUND);
+  CHECK(hvd_handle_copy_output(987654, x, 4) == HVD_ERR_NOT_FOUND);
+}
+
+TEST_CASE("c api: process sets and the timeline in a world of one", "[c_api]") {
+  clear_environment();
+  ShutdownAfter cleanup;
+  REQUIRE(hvd_init() == HVD_OK);
+  CHECK(hvd_process_set_size(HVD_GLOBAL_PROCESS_SET) == 1);
+  CHECK(hvd_process_set_rank(HVD_GLOBAL_PROCESS_SET) == 0);
+  int32_t ranks[] = {0};
+  int32_t id = -1;
+  REQUIRE(hvd_add_process_set(ranks, 1, &id) == HVD_OK);
+  CHECK(id == 1);
+  CHECK(hvd_process_set_size(id) == 1);
+  int32_t got[2] = {-1, -1};
+  REQUIRE(hvd_process_set_ranks(id, got, 2) == HVD_OK);
+  CHECK(got[0] == 0);
+  int64_t v = 21;
+  int64_t one[] = {1};
+  hvd_op op = make(HVD_OPTYPE_ALLREDUCE, &v, &v, one, 1, HVD_INT64);
+  op.process_set_id = id;
+  int64_t h = 0;
+  REQUIRE(hvd_enqueue(&op, &h) == HVD_OK);
+  REQUIRE(hvd_wait(h, 10) == HVD_OK);
+  REQUIRE(hvd_release(h) == HVD_OK);
+  int32_t out_of_range[] = {1};
+  CHECK(hvd_add_process_set(out_of_range, 1, &id) == HVD_ERR_INVALID_ARGUMENT);
+  CHECK(hvd_remove_process_set(HVD_GLOBAL_PROCESS_SET) == HVD_ERR_INVALID_ARGUMENT);
+  REQUIRE(hvd_remove_process_set(1) == HVD_OK);
+  CHECK(hvd_process_set_size(1) == -HVD_ERR_NOT_FOUND);
+  CHECK(hvd_remove_process_set(1) == HVD_ERR_NOT_FOUND);
+
+  char dir[] = "/tmp/hvd_c_api_timeline_XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  std::string path = std::string(dir) + "/t.json";
+  REQUIRE(hvd_start_timeline(path.c_str()) == HVD_OK);
+  REQUIRE(hvd_allreduce(&v, 1, HVD_INT64, HVD_OP_SUM) == HVD_OK);
+  REQUIRE(hvd_stop_timeline() == HVD_OK);
+  CHECK(hvd_start_timeline("/nonexistent-dir/t.json") == HVD_ERR_INVALID_ARGUMENT);
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("ALLREDUCE") != std::string::npos);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("c api: handles die with their runtime and are not reused", "[c_api]") {
+  clear_environment();
+  ShutdownAfter cleanup;
+  REQUIRE(hvd_init() == HVD_OK);
+  float x = 1;
+  int64_t one[] = {1};
+  hvd_op op = make(HVD_OPTYPE_ALLREDUCE, &x, &x, one, 1, HVD_FLOAT32, "first");
+  int64_t h = 0;
+  REQUIRE(hvd_enqueue(&op, &h) == HVD_OK);
+  REQUIRE(hvd_wait(h, 10) == HVD_OK);
+  REQUIRE(hvd_shutdown() == HVD_OK);
+  CHECK(hvd_wait(h, 1) == HVD_ERR_FAILED_PRECONDITION);
+  REQUIRE(hvd_init() == HVD_OK);
+  CHECK(hvd_poll(h) == -HVD_ERR_NOT_FOUND);  // the old runtime's handles are gone
+  int64_t h2 = 0;
+  REQUIRE(hvd_enqueue(&op, &h2) == HVD_OK);
+  CHECK(h2 > h);
+  REQUIRE(hvd_wait(h2, 10) == HVD_OK);
 }

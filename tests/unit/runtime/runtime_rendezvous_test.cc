@@ -1,12 +1,17 @@
 // Runtime and RendezvousClient against the real Rendezvous service, served
 // in-process on a free port; ranks as threads, each with its own Runtime.
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <future>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <thread>
@@ -114,6 +119,105 @@ TEST_CASE("runtime: three ranks join, reduce, leave and join the next epoch", "[
     for (const auto& p : problems) UNSCOPED_INFO(p);
     CHECK(problems.empty());
   }
+}
+
+namespace {
+
+// An op of the C ABI's shape for the Runtime.
+hvd_op op_of(int32_t type, int64_t* shape, void* data, int32_t set = 0, const char* name = nullptr) {
+  hvd_op op{};
+  op.op_type = type;
+  op.name = name;
+  op.input = data;
+  op.output = type == HVD_OPTYPE_ALLREDUCE ? data : nullptr;
+  op.shape = shape;
+  op.ndim = 1;
+  op.dtype = HVD_INT64;
+  op.device = HVD_DEVICE_CPU;
+  op.process_set_id = set;
+  return op;
+}
+
+std::string process_sets_async_ops_and_shutdown(Runtime& rt, const std::string& timeline) {
+  const int rank = rt.world().rank;
+  int64_t one = 1;
+  // A set of ranks 0 and 1; rank 2 is not in it.
+  std::vector<int32_t> members{1, 0};
+  auto id = rt.add_process_set(members);
+  if (!id.is_ok()) return "add_process_set: " + id.status().to_string();
+  if (id.value() != 1) return "first set id " + std::to_string(id.value());
+  auto set = rt.process_set(1);
+  if (!set.is_ok() || set.value()->rank != (rank < 2 ? rank : -1) ||
+      set.value()->ranks != std::vector<int>{0, 1}) {
+    return "process set 1 as seen from here";
+  }
+  int64_t v = rank + 1;
+  hvd_op op = op_of(HVD_OPTYPE_ALLREDUCE, &one, &v, 1, "in-set");
+  auto h = rt.enqueue(op);
+  if (rank == 2) {
+    if (h.is_ok() || h.status().code() != StatusCode::kInvalidArgument ||
+        h.status().message() != "rank 2 is not a member of process set 1 (ranks [0, 1])") {
+      return "non-member enqueue: " + h.status().to_string();
+    }
+  } else {
+    if (!h.is_ok()) return "enqueue in set: " + h.status().to_string();
+    Status s = rt.handles().wait(h.value(), std::chrono::duration<double>(30));
+    if (!s.is_ok() || v != 3) return "allreduce in set: " + s.to_string();
+    (void)rt.handles().release(h.value());
+  }
+  // The ranks disagree: every rank fails, and the next set still gets id 2.
+  std::vector<int32_t> odd{rank == 0 ? 0 : 2};
+  auto bad = rt.add_process_set(odd);
+  if (bad.is_ok() || bad.status().message().find("the ranks made different calls") == std::string::npos) {
+    return "disagreeing add: " + bad.status().to_string();
+  }
+  std::vector<int32_t> all{0, 1, 2};
+  auto second = rt.add_process_set(all);
+  if (!second.is_ok() || second.value() != 2) return "second set: " + second.status().to_string();
+  if (!rt.remove_process_set(1).is_ok() || !rt.remove_process_set(2).is_ok()) return "remove";
+  if (rt.process_set(1).status().code() != StatusCode::kNotFound) return "removed set still there";
+  if (rt.remove_process_set(0).is_ok()) return "removed the global set";
+
+  // Timeline started and stopped while the engine runs (rank 0 writes it).
+  if (!rt.start_timeline(timeline).is_ok()) return "start_timeline";
+  if (!rt.allreduce(&v, 1, HVD_INT64, HVD_OP_SUM).is_ok()) return "traced allreduce";
+  if (!rt.stop_timeline().is_ok()) return "stop_timeline";
+
+  // An op only this rank submits fails at shutdown instead of hanging.
+  std::string lonely = "lonely-" + std::to_string(rank);
+  hvd_op pending = op_of(HVD_OPTYPE_ALLREDUCE, &one, &v, 0, lonely.c_str());
+  auto p = rt.enqueue(pending);
+  if (!p.is_ok()) return "enqueue lonely: " + p.status().to_string();
+  if (!rt.barrier().is_ok()) return "barrier";
+  rt.shutdown();
+  Status s = rt.handles().wait(p.value(), std::chrono::duration<double>(30));
+  if (s.code() != StatusCode::kAborted || s.message().rfind("hvd is shutting down", 0) != 0) {
+    return "pending op at shutdown: " + s.to_string();
+  }
+  if (rt.enqueue(pending).is_ok()) return "enqueue after shutdown";
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("runtime: process sets, async ops, timeline, shutdown", "[runtime]") {
+  const int size = 3;
+  Job job(size);
+  char dir[] = "/tmp/hvd_runtime_test_XXXXXX";
+  REQUIRE(mkdtemp(dir) != nullptr);
+  std::string timeline = std::string(dir) + "/timeline.json";
+  auto problems = on_ranks(size, [&](int rank) -> std::string {
+    Env env = job.env(rank, size);
+    auto rt = Runtime::init(lookup_in(env));
+    if (!rt.is_ok()) return "init: " + rt.status().to_string();
+    return process_sets_async_ops_and_shutdown(*rt.value(), timeline);
+  });
+  for (const auto& p : problems) UNSCOPED_INFO(p);
+  CHECK(problems.empty());
+  std::ifstream in(timeline);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  CHECK(text.find("ALLREDUCE") != std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("runtime: a wrong token is refused as unauthenticated", "[runtime]") {

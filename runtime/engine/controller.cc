@@ -1,0 +1,501 @@
+#include "runtime/engine/controller.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "runtime/engine/agreement.h"
+#include "runtime/engine/message_codec.h"
+
+namespace hvd::runtime::engine {
+
+namespace {
+
+using common::Status;
+
+// How often (by rank 0's clock) the stall inspector looks at what is pending.
+constexpr int64_t kStallCheckPeriodNs = 100'000'000;
+
+Clock::time_point at_ns(int64_t ns) { return Clock::time_point(std::chrono::nanoseconds(ns)); }
+
+std::string rank_list(const std::vector<int>& ranks) {
+  std::string out;
+  for (size_t i = 0; i < ranks.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(ranks[i]);
+  return out;
+}
+
+}  // namespace
+
+Controller::Controller(ControllerOptions options, transports::Transport& transport,
+                       EngineCounters& counters)
+    : options_(std::move(options)),
+      transport_(transport),
+      counters_(counters),
+      cache_(options_.cache_capacity),
+      inspector_(options_.stall_warning, options_.stall_shutdown) {
+  const size_t n = options_.global_ranks.size();
+  const size_t hb = header_bytes(options_.cache_capacity);
+  bits_.assign(cache_words(options_.cache_capacity), 0);
+  header_out_.assign(hb, 0);
+  headers_in_.assign(hb * n, 0);
+  header_counts_.assign(n, static_cast<int64_t>(hb));
+  payload_counts_.assign(n, 0);
+  joined_cycle_.assign(n, -1);
+}
+
+HeaderView Controller::header(int r) const {
+  const size_t hb = header_out_.size();
+  return HeaderView(std::span<const uint8_t>(headers_in_.data() + hb * static_cast<size_t>(r), hb));
+}
+
+bool Controller::has_bit(int r, size_t slot) const {
+  return ((header(r).word(slot / 64) >> (slot % 64)) & 1u) != 0;
+}
+
+void Controller::add(std::vector<Entry>& drained, CyclePlan& plan) {
+  for (Entry& e : drained) {
+    if (e.request.op_type == OpType::kJoin) {
+      join_entry_ = std::move(e);
+      continue;
+    }
+    if (join_entry_) {
+      std::string message = "cannot run '" + e.request.name +
+                             "': join() is pending on this rank (ops enqueued after join() fail "
+                             "until it completes)";
+      plan.refused.emplace_back(std::move(e), common::failed_precondition(std::move(message)));
+      continue;
+    }
+    e.announced = false;
+    auto slot = cache_.lookup(e.request);
+    e.cache_slot = slot ? static_cast<int64_t>(*slot) : -1;
+    std::string name = e.request.name;
+    auto [it, inserted] = pending_.try_emplace(std::move(name), std::move(e));
+    if (!inserted) {  // the queue refuses duplicates; kept as a safety net
+      plan.refused.emplace_back(std::move(e), Status(common::StatusCode::kAlreadyExists,
+                                                     "a tensor named '" + it->first +
+                                                         "' is already in flight"));
+    }
+  }
+  drained.clear();
+}
+
+Status Controller::exchange(bool stop) {
+  announce_.clear();
+  std::fill(bits_.begin(), bits_.end(), 0);
+  for (auto& [name, e] : pending_) {
+    if (e.cache_slot >= 0) {
+      auto slot = static_cast<size_t>(e.cache_slot);
+      bits_[slot / 64] |= uint64_t{1} << (slot % 64);
+    } else if (!e.announced) {
+      announce_.push_back(&e.request);
+      e.announced = true;
+    }
+  }
+  if (announce_.empty()) {
+    payload_out_.clear();
+  } else {
+    encode_requests(announce_, payload_out_);
+  }
+  HeaderFields fields;
+  fields.payload_bytes = payload_out_.size();
+  fields.flags = (join_entry_ ? kFlagJoined : 0u) | (stop ? kFlagShutdown : 0u);
+  fields.clock_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - epoch_).count();
+  encode_header(fields, bits_, payload_out_, header_out_);
+
+  const int n = size();
+  if (n == 1) {
+    std::memcpy(headers_in_.data(), header_out_.data(), header_out_.size());
+  } else {
+    HVD_RETURN_IF_ERROR(transport_.allgatherv({header_out_.data(), header_out_.size()},
+                                              {headers_in_.data(), headers_in_.size()},
+                                              header_counts_));
+  }
+  // Payloads too large for the header follow in a second allgatherv, from
+  // the ranks that have them (the others send nothing).
+  int64_t total = 0;
+  had_payload_ = false;
+  for (int r = 0; r < n; ++r) {
+    HeaderView h = header(r);
+    had_payload_ = had_payload_ || h.payload_bytes() > 0;
+    int64_t outside = h.payload_inline() ? 0 : static_cast<int64_t>(h.payload_bytes());
+    payload_counts_[static_cast<size_t>(r)] = outside;
+    total += outside;
+  }
+  if (had_payload_) counters_.bump(counters_.payload_exchanges);
+  if (total == 0) return Status::ok();
+  counters_.bump(counters_.large_payloads);
+  payloads_in_.resize(static_cast<size_t>(total));
+  const bool mine_outside = payload_counts_[static_cast<size_t>(rank())] > 0;
+  if (n == 1) {
+    std::memcpy(payloads_in_.data(), payload_out_.data(), payload_out_.size());
+    return Status::ok();
+  }
+  return transport_.allgatherv({payload_out_.data(), mine_outside ? payload_out_.size() : 0},
+                               {payloads_in_.data(), payloads_in_.size()}, payload_counts_);
+}
+
+Status Controller::negotiate(bool stop, CyclePlan& plan) {
+  ++cycle_;
+  HVD_RETURN_IF_ERROR(exchange(stop));
+  counters_.bump(counters_.cycles);
+  const int n = size();
+  clock_ns_ = header(0).clock_ns();
+
+  for (int r = 0; r < n; ++r) {
+    if ((header(r).flags() & kFlagShutdown) != 0 && (plan.shutdown_rank < 0 || r == rank())) {
+      plan.shutdown_rank = global(r);
+      plan.shutdown_self = r == rank();
+    }
+  }
+  if (plan.shutdown_rank >= 0) return Status::ok();
+
+  for (int r = 0; r < n; ++r) {
+    int64_t& since = joined_cycle_[static_cast<size_t>(r)];
+    if ((header(r).flags() & kFlagJoined) == 0) {
+      since = -1;
+    } else if (since < 0) {
+      since = cycle_;
+    }
+  }
+  HVD_RETURN_IF_ERROR(read_payloads());
+  collect_cached(plan);
+  collect_rows(plan);
+  inspect_stalls(plan);
+  complete_join(plan);
+  counters_.bump(counters_.responses, static_cast<int64_t>(plan.responses.size()));
+  return Status::ok();
+}
+
+Status Controller::read_payloads() {
+  if (!had_payload_) return Status::ok();
+  decoded_.clear();
+  size_t offset = 0;
+  for (int r = 0; r < size(); ++r) {
+    HeaderView h = header(r);
+    if (h.payload_bytes() == 0) continue;
+    if (h.payload_inline()) {
+      HVD_RETURN_IF_ERROR(decode_requests(h.inline_payload(), r, decoded_));
+      continue;
+    }
+    auto count = static_cast<size_t>(payload_counts_[static_cast<size_t>(r)]);
+    HVD_RETURN_IF_ERROR(decode_requests(
+        std::span<const uint8_t>(payloads_in_.data() + offset, count), r, decoded_));
+    offset += count;
+  }
+  bool erased = false;
+  for (Request& request : decoded_) {
+    // A full announcement of a cached name (with another signature) retires
+    // the slot everywhere: its bit holders announce in full next cycle.
+    if (auto slot = cache_.find_name(request.name)) {
+      cache_.erase(*slot);
+      partial_slots_.erase(*slot);
+      erased = true;
+    }
+    auto [it, inserted] = table_.try_emplace(request.name);
+    Row& row = it->second;
+    if (inserted) {
+      row.requests.resize(static_cast<size_t>(size()));
+      row.announced.assign(static_cast<size_t>(size()), 0);
+      row.first_seen_ns = clock_ns_;
+    }
+    auto r = static_cast<size_t>(request.rank);
+    if (row.announced[r] == 0) {
+      row.announced[r] = 1;
+      ++row.count;
+    }
+    row.requests[r] = std::move(request);
+  }
+  if (erased) revalidate_bits();
+  return Status::ok();
+}
+
+void Controller::revalidate_bits() {
+  for (auto& [name, e] : pending_) {
+    if (e.cache_slot < 0) continue;
+    auto slot = cache_.lookup(e.request);
+    if (!slot || static_cast<int64_t>(*slot) != e.cache_slot) e.cache_slot = -1;
+  }
+}
+
+void Controller::take_entry(const std::string& name, Response& resp) {
+  auto it = pending_.find(name);
+  if (it == pending_.end()) return;
+  resp.entry = std::move(it->second);
+  resp.has_entry = true;
+  pending_.erase(it);
+}
+
+// rows: see Response. `row` is null for a cached response (then the ranks
+// holding the op are those with the slot's bit).
+void Controller::set_rows(Response& resp, const Row* row, size_t slot) {
+  const Request& op = resp.op();
+  const int n = size();
+  auto holds = [&](int r) {
+    return row != nullptr ? row->announced[static_cast<size_t>(r)] != 0 : has_bit(r, slot);
+  };
+  auto request_of = [&](int r) -> const Request& {
+    return row != nullptr ? row->requests[static_cast<size_t>(r)] : op;
+  };
+  if (op.op_type == OpType::kBroadcast && op.root_rank >= 0 && op.root_rank < n &&
+      !holds(op.root_rank)) {
+    resp.error = common::failed_precondition(
+        "broadcast of '" + op.name + "': its root, rank " + std::to_string(global(op.root_rank)) +
+        ", has joined");
+    return;
+  }
+  if (op.op_type != OpType::kAllgather && op.op_type != OpType::kAlltoall) return;
+  resp.rows.assign(static_cast<size_t>(n), 0);
+  for (int r = 0; r < n; ++r) {
+    if (!holds(r)) {
+      if (op.op_type == OpType::kAlltoall) {
+        resp.error = common::failed_precondition("alltoall of '" + op.name +
+                                                 "' is not supported while ranks have joined "
+                                                 "(rank " + std::to_string(global(r)) + " has)");
+        return;
+      }
+      continue;
+    }
+    const Request& q = request_of(r);
+    if (q.shape.empty()) continue;  // refused at enqueue; the agreement check reports it
+    if (op.op_type == OpType::kAllgather) {
+      resp.rows[static_cast<size_t>(r)] = q.shape[0];
+    } else {
+      resp.rows[static_cast<size_t>(r)] =
+          q.splits.empty() ? q.shape[0] / n : q.splits[static_cast<size_t>(rank())];
+    }
+  }
+}
+
+void Controller::collect_cached(CyclePlan& plan) {
+  const int n = size();
+  for (size_t w = 0; w < bits_.size(); ++w) {
+    uint64_t all = ~uint64_t{0};
+    uint64_t any = 0;
+    for (int r = 0; r < n; ++r) {
+      uint64_t word = header(r).word(w);
+      any |= word;
+      if (!joined(r)) all &= word;
+    }
+    uint64_t ready = all & any;
+    for (uint64_t bits = any; bits != 0; bits &= bits - 1) {
+      size_t slot = w * 64 + static_cast<size_t>(__builtin_ctzll(bits));
+      if (!cache_.occupied(slot)) continue;  // erased this cycle
+      bool is_ready = ((ready >> (slot % 64)) & 1u) != 0;
+      if (!is_ready) {
+        auto [it, inserted] = partial_slots_.try_emplace(slot, clock_ns_, cycle_);
+        it->second.second = cycle_;
+        continue;
+      }
+      partial_slots_.erase(slot);
+      Response& resp = plan.responses.emplace_back();
+      resp.cache_slot = static_cast<int64_t>(slot);
+      const Request& cached = cache_.at(slot);
+      auto it = pending_.find(cached.name);
+      if (it != pending_.end() && it->second.cache_slot == static_cast<int64_t>(slot)) {
+        take_entry(cached.name, resp);
+      } else {
+        resp.request = cached;  // this rank joined without it
+      }
+      set_rows(resp, nullptr, slot);
+      counters_.bump(counters_.cache_hits);
+    }
+  }
+  // Slots no longer partially set (agreed, or their holders moved on).
+  for (auto it = partial_slots_.begin(); it != partial_slots_.end();) {
+    it = it->second.second == cycle_ ? std::next(it) : partial_slots_.erase(it);
+  }
+}
+
+void Controller::collect_rows(CyclePlan& plan) {
+  const int n = size();
+  ready_.clear();
+  std::unordered_map<int32_t, int> group_complete;
+  for (auto it = table_.begin(); it != table_.end(); ++it) {
+    Row& row = it->second;
+    if (row.complete_cycle < 0) {
+      bool complete = true;
+      for (int r = 0; r < n && complete; ++r) {
+        complete = joined(r) || row.announced[static_cast<size_t>(r)] != 0;
+      }
+      if (!complete) continue;
+      row.complete_cycle = cycle_;
+    }
+    ready_.push_back(it);
+  }
+  if (ready_.empty()) return;
+  // A grouped op is ready only with every member of its group.
+  auto first_request = [](const Row& row) -> const Request& {
+    size_t r = 0;
+    while (row.announced[r] == 0) ++r;
+    return row.requests[r];
+  };
+  for (RowIterator it : ready_) {
+    const Request& q = first_request(it->second);
+    if (q.group_id >= 0) ++group_complete[q.group_id];
+  }
+  std::erase_if(ready_, [&](RowIterator it) {
+    const Request& q = first_request(it->second);
+    return q.group_id >= 0 && group_complete[q.group_id] < q.group_size;
+  });
+  std::stable_sort(ready_.begin(), ready_.end(), [](RowIterator a, RowIterator b) {
+    return a->second.complete_cycle < b->second.complete_cycle;
+  });
+
+  // Agreement across ranks; one failing member fails its whole group.
+  std::vector<Status> errors(ready_.size());
+  std::unordered_map<int32_t, Status> group_errors;
+  std::vector<const Request*> announced;
+  for (size_t i = 0; i < ready_.size(); ++i) {
+    const Row& row = ready_[i]->second;
+    announced.clear();
+    for (int r = 0; r < n; ++r) {
+      if (row.announced[static_cast<size_t>(r)] != 0) {
+        announced.push_back(&row.requests[static_cast<size_t>(r)]);
+      }
+    }
+    errors[i] = check_agreement(announced, options_.global_ranks);
+    int32_t group = first_request(row).group_id;
+    if (!errors[i].is_ok() && group >= 0 && group_errors.count(group) == 0) {
+      group_errors[group] = errors[i];
+    }
+  }
+  for (size_t i = 0; i < ready_.size(); ++i) {
+    RowIterator it = ready_[i];
+    Row& row = it->second;
+    const Request& first = first_request(row);
+    Response& resp = plan.responses.emplace_back();
+    resp.error = errors[i];
+    if (resp.error.is_ok() && first.group_id >= 0) {
+      auto g = group_errors.find(first.group_id);
+      if (g != group_errors.end()) {
+        resp.error = Status(g->second.code(), g->second.message() + " (failing its group, '" +
+                                                  it->first + "' with it)");
+      }
+    }
+    take_entry(it->first, resp);
+    if (!resp.has_entry) resp.request = first;
+    bool identical = row.count == n;
+    for (int r = 0; r < n && identical; ++r) {
+      identical = same_signature(row.requests[static_cast<size_t>(r)], first);
+    }
+    if (resp.error.is_ok()) set_rows(resp, &row, 0);
+    resp.cacheable = resp.error.is_ok() && identical && first.group_id < 0;
+    table_.erase(it);
+  }
+}
+
+void Controller::inspect_stalls(CyclePlan& plan) {
+  if (options_.stall_warning.count() == 0 && options_.stall_shutdown.count() == 0) return;
+  if (stall_checked_ && clock_ns_ - last_stall_check_ns_ < kStallCheckPeriodNs) return;
+  if (table_.empty() && partial_slots_.empty()) return;
+  stall_checked_ = true;
+  last_stall_check_ns_ = clock_ns_;
+  const int n = size();
+  stalled_.clear();
+  for (const auto& [name, row] : table_) {
+    if (row.complete_cycle >= 0) continue;  // complete, waiting for its group
+    PendingTensor& t = stalled_.emplace_back();
+    t.name = name;
+    t.first_submitted = at_ns(row.first_seen_ns);
+    for (int r = 0; r < n; ++r) {
+      if (!joined(r) && row.announced[static_cast<size_t>(r)] == 0) t.missing_ranks.push_back(global(r));
+    }
+  }
+  for (const auto& [slot, seen] : partial_slots_) {
+    PendingTensor& t = stalled_.emplace_back();
+    t.name = cache_.at(slot).name;
+    t.first_submitted = at_ns(seen.first);
+    for (int r = 0; r < n; ++r) {
+      if (!joined(r) && !has_bit(r, slot)) t.missing_ranks.push_back(global(r));
+    }
+  }
+  StallReport report = inspector_.check(stalled_, at_ns(clock_ns_));
+  plan.stall_warning = std::move(report.warning);
+  for (const std::string& name : report.expired) {
+    auto t = std::find_if(stalled_.begin(), stalled_.end(),
+                          [&](const PendingTensor& p) { return p.name == name; });
+    std::vector<int> missing = t != stalled_.end() ? t->missing_ranks : std::vector<int>{};
+    Status error = common::timeout_error(
+        "tensor '" + name + "' stalled: rank" + (missing.size() == 1 ? " " : "s ") +
+        rank_list(missing) + " did not submit it within " +
+        std::to_string(options_.stall_shutdown.count()) +
+        " s (HVD_STALL_SHUTDOWN_TIME_SECONDS); it failed on every rank");
+    // The members of its group (if any) can never run now: they fail with it.
+    std::vector<std::string> names{name};
+    if (auto row = table_.find(name); row != table_.end()) {
+      const Row& r = row->second;
+      size_t first = 0;
+      while (r.announced[first] == 0) ++first;
+      int32_t group = r.requests[first].group_id;
+      table_.erase(row);
+      if (group >= 0) {
+        for (auto it = table_.begin(); it != table_.end();) {
+          size_t k = 0;
+          while (it->second.announced[k] == 0) ++k;
+          if (it->second.requests[k].group_id == group) {
+            names.push_back(it->first);
+            it = table_.erase(it);
+          } else {
+            ++it;
+          }
+        }
+      }
+    } else if (auto slot = cache_.find_name(name)) {
+      partial_slots_.erase(*slot);
+    }
+    for (const std::string& failed : names) {
+      Response& resp = plan.responses.emplace_back();
+      resp.error = failed == name ? error
+                                  : Status(error.code(), error.message() + " (failing its group, '" +
+                                                             failed + "' with it)");
+      take_entry(failed, resp);
+      if (!resp.has_entry) resp.request.name = failed;
+    }
+  }
+}
+
+void Controller::complete_join(CyclePlan& plan) {
+  const int n = size();
+  for (int r = 0; r < n; ++r) {
+    if (!joined(r)) return;
+  }
+  int last = 0;
+  for (int r = 1; r < n; ++r) {
+    if (joined_cycle_[static_cast<size_t>(r)] >= joined_cycle_[static_cast<size_t>(last)]) last = r;
+  }
+  plan.join_done = true;
+  plan.join_last_rank = global(last);
+  if (join_entry_) {
+    plan.join_entry = std::move(join_entry_);
+    join_entry_.reset();
+  }
+  std::fill(joined_cycle_.begin(), joined_cycle_.end(), -1);
+}
+
+void Controller::finish(const CyclePlan& plan) {
+  bool put = false;
+  for (const Response& resp : plan.responses) {
+    if (resp.cache_slot >= 0) {
+      auto slot = static_cast<size_t>(resp.cache_slot);
+      if (cache_.occupied(slot)) cache_.touch(slot);
+    } else if (resp.cacheable) {
+      put = cache_.put(resp.op()).has_value() || put;
+    }
+  }
+  if (put) revalidate_bits();
+}
+
+void Controller::take_all(std::vector<Entry>& out) {
+  for (auto& [name, e] : pending_) out.push_back(std::move(e));
+  pending_.clear();
+  if (join_entry_) {
+    out.push_back(std::move(*join_entry_));
+    join_entry_.reset();
+  }
+  table_.clear();
+  partial_slots_.clear();
+}
+
+}  // namespace hvd::runtime::engine

@@ -1,0 +1,57 @@
+// Runs agreed ops on a process set's transport: one fused allreduce batch or
+// one other op per call, writing each op's result (and any engine-allocated
+// output) into its Response. Allreduce: pack into the fusion buffer (times
+// prescale), one transport allreduce, unpack (Average divides by the set's
+// size, then postscale); a batch of one skips the fusion buffer and reduces
+// in place in the op's output. A rank that joined without the op contributes
+// the identity of the reduction (zeros for sums) and no rows to gathers.
+//
+// Errors: a transport error that leaves the transport failed is returned
+// (the engine then fails everything); an invalid argument the transport
+// refused (e.g. a dtype it cannot reduce) fails just the batch's ops, on
+// every rank alike, and the engine goes on.
+#pragma once
+
+#include <span>
+#include <string>
+
+#include "common/status.h"
+#include "runtime/engine/engine_stats.h"
+#include "runtime/engine/fusion_buffer.h"
+#include "runtime/engine/response.h"
+#include "runtime/engine/timeline.h"
+#include "transports/transport.h"
+
+namespace hvd::runtime::engine {
+
+class Executor {
+ public:
+  Executor(transports::Transport& transport, int rank, int size, EngineCounters& counters);
+
+  // `batch`: responses without a decided error; one op, or allreduces the
+  // fusion planner put together. `timeline` may be null; `row_prefix` is put
+  // before tensor names on the timeline.
+  common::Status run(std::span<Response* const> batch, Timeline* timeline,
+                     const std::string& row_prefix);
+
+ private:
+  common::Status allreduce(std::span<Response* const> batch);
+  common::Status allgather(Response& resp);
+  common::Status broadcast(Response& resp);
+  common::Status alltoall(Response& resp);
+  common::Status reducescatter(Response& resp);
+  // The transport's status for an op: OK; an argument error (op-level,
+  // recorded in the batch's responses and turned into OK); or fatal.
+  common::Status op_result(common::Status status, std::span<Response* const> batch);
+
+  transports::Transport& transport_;
+  int rank_;
+  int size_;
+  EngineCounters& counters_;
+  FusionBuffer fusion_;
+  std::vector<FusionPart> parts_;
+  Timeline* timeline_ = nullptr;
+  const std::string* prefix_ = nullptr;
+};
+
+}  // namespace hvd::runtime::engine

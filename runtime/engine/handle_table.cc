@@ -1,0 +1,127 @@
+#include "runtime/engine/handle_table.h"
+
+#include <string>
+#include <utility>
+
+namespace hvd::runtime::engine {
+
+using common::Status;
+
+HandleTable::HandleTable(int64_t first_id) : next_id_(first_id < 1 ? 1 : first_id) {}
+
+Status HandleTable::unknown(int64_t id) const {
+  return common::not_found("no handle " + std::to_string(id) +
+                           " (never issued, already released, or from before hvd_shutdown)");
+}
+
+int64_t HandleTable::create() {
+  std::lock_guard lock(mu_);
+  int64_t id = next_id_++;
+  states_.emplace(id, State{});
+  return id;
+}
+
+void HandleTable::complete(int64_t id, Status status, OpOutput output) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = states_.find(id);
+    if (it == states_.end() || it->second.done) return;
+    it->second.done = true;
+    it->second.op.status = std::move(status);
+    it->second.op.output = std::move(output);
+  }
+  done_.notify_all();
+}
+
+void HandleTable::complete_all(std::vector<Completion>& done) {
+  {
+    std::lock_guard lock(mu_);
+    for (Completion& c : done) {
+      auto it = states_.find(c.id);
+      if (it == states_.end() || it->second.done) continue;
+      it->second.done = true;
+      it->second.op.status = std::move(c.status);
+      it->second.op.output = std::move(c.output);
+    }
+  }
+  done_.notify_all();
+}
+
+common::Result<bool> HandleTable::poll(int64_t id) const {
+  std::lock_guard lock(mu_);
+  auto it = states_.find(id);
+  if (it == states_.end()) return unknown(id);
+  return it->second.done;
+}
+
+Status HandleTable::wait(int64_t id, std::optional<std::chrono::duration<double>> timeout) const {
+  std::unique_lock lock(mu_);
+  auto it = states_.find(id);
+  if (it == states_.end()) return unknown(id);
+  // Iterators of an unordered_map stay valid across other insertions; only
+  // release()/discard() of this very id would invalidate it, so look it up
+  // again after every wake-up.
+  auto finished = [&] {
+    it = states_.find(id);
+    return it == states_.end() || it->second.done;
+  };
+  if (timeout) {
+    auto deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(*timeout);
+    if (!done_.wait_until(lock, deadline, finished)) {
+      return common::timeout_error("handle " + std::to_string(id) + " is still pending after " +
+                                   std::to_string(timeout->count()) + " s");
+    }
+  } else {
+    done_.wait(lock, finished);
+  }
+  if (it == states_.end()) return unknown(id);
+  return it->second.op.status;
+}
+
+Status HandleTable::inspect(int64_t id,
+                            const std::function<Status(const FinishedOp&)>& read) const {
+  std::lock_guard lock(mu_);
+  auto it = states_.find(id);
+  if (it == states_.end()) return unknown(id);
+  if (!it->second.done) {
+    return common::failed_precondition("handle " + std::to_string(id) + " is still pending");
+  }
+  return read(it->second.op);
+}
+
+Status HandleTable::release(int64_t id) {
+  State released;  // freed outside the lock
+  {
+    std::lock_guard lock(mu_);
+    auto it = states_.find(id);
+    if (it == states_.end()) return unknown(id);
+    if (!it->second.done) {
+      return common::failed_precondition("handle " + std::to_string(id) +
+                                         " is still pending: wait for it before releasing it");
+    }
+    released = std::move(it->second);
+    states_.erase(it);
+  }
+  return Status::ok();
+}
+
+void HandleTable::discard(int64_t id) {
+  {
+    std::lock_guard lock(mu_);
+    states_.erase(id);
+  }
+  done_.notify_all();
+}
+
+int64_t HandleTable::next_id() const {
+  std::lock_guard lock(mu_);
+  return next_id_;
+}
+
+size_t HandleTable::size() const {
+  std::lock_guard lock(mu_);
+  return states_.size();
+}
+
+}  // namespace hvd::runtime::engine

@@ -1,0 +1,84 @@
+// Handles: what a user thread holds while the engine runs its op. The table
+// maps handle ids to their state (pending or done, the Status, what the engine
+// allocated for the op: output bytes and shape, alltoall's received splits,
+// join's result). Any thread may create, poll, wait on and release handles;
+// the engine threads complete them. Waiting uses one condition variable.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hvd::runtime::engine {
+
+// What an op leaves behind besides its Status.
+struct OpOutput {
+  std::unique_ptr<uint8_t[]> data;  // engine-allocated output (allgather, alltoall, reducescatter)
+  size_t bytes = 0;
+  std::vector<int64_t> shape;           // of `data`
+  std::vector<int64_t> received_splits; // alltoall: rows from each rank of the set
+  int32_t join_last_rank = -1;          // join: the rank that joined last
+};
+
+// A finished op, as seen through HandleTable::inspect().
+struct FinishedOp {
+  common::Status status;
+  OpOutput output;
+};
+
+class HandleTable {
+ public:
+  // Ids start at `first_id` (>= 1), so that a new runtime does not hand out
+  // the ids of the one before it.
+  explicit HandleTable(int64_t first_id = 1);
+
+  int64_t create();
+  // Marks the op done; a waiter wakes. Unknown ids are ignored.
+  void complete(int64_t id, common::Status status, OpOutput output = {});
+  // Marks several ops done at once (a group): no waiter sees some done and
+  // others pending.
+  struct Completion {
+    int64_t id = 0;
+    common::Status status;
+    OpOutput output;
+  };
+  void complete_all(std::vector<Completion>& done);
+
+  // true when done; kNotFound for an unknown handle.
+  common::Result<bool> poll(int64_t id) const;
+  // The op's Status once done; kTimeout when `timeout` passes first (the
+  // handle stays valid); no timeout: waits as long as it takes.
+  common::Status wait(int64_t id, std::optional<std::chrono::duration<double>> timeout) const;
+  // Runs `read` on a finished op under the table's lock; kNotFound, or
+  // kFailedPrecondition while the op is pending.
+  common::Status inspect(int64_t id, const std::function<common::Status(const FinishedOp&)>& read) const;
+  // Forgets a finished op; kFailedPrecondition while pending.
+  common::Status release(int64_t id);
+  // Forgets an op whatever its state (one that never reached an engine).
+  void discard(int64_t id);
+
+  int64_t next_id() const;
+  size_t size() const;
+
+ private:
+  struct State {
+    bool done = false;
+    FinishedOp op;
+  };
+  common::Status unknown(int64_t id) const;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable done_;
+  std::unordered_map<int64_t, State> states_;
+  int64_t next_id_;
+};
+
+}  // namespace hvd::runtime::engine

@@ -1,0 +1,270 @@
+#include "runtime/engine/set_engine.h"
+
+#include <pthread.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <string>
+#include <utility>
+
+#include "runtime/engine/fusion_planner.h"
+
+namespace hvd::runtime::engine {
+
+namespace {
+
+using common::Status;
+
+ControllerOptions controller_options(const SetEngineOptions& o) {
+  ControllerOptions c;
+  c.process_set_id = o.process_set_id;
+  c.rank = o.rank;
+  c.global_ranks = o.global_ranks;
+  c.cache_capacity = o.cache_capacity;
+  c.stall_warning = o.stall_warning;
+  c.stall_shutdown = o.stall_shutdown;
+  return c;
+}
+
+std::string set_name(int32_t id) {
+  return id == 0 ? "the global process set" : "process set " + std::to_string(id);
+}
+
+}  // namespace
+
+SetEngine::SetEngine(SetEngineOptions options, std::unique_ptr<transports::Transport> transport,
+                     HandleTable& handles, const TimelineSlot* timeline)
+    : options_(std::move(options)),
+      prefix_(options_.process_set_id == 0 ? ""
+                                           : "ps" + std::to_string(options_.process_set_id) + "/"),
+      transport_(std::move(transport)),
+      handles_(handles),
+      timeline_(timeline),
+      controller_(controller_options(options_), *transport_, counters_),
+      executor_(*transport_, options_.rank, static_cast<int>(options_.global_ranks.size()),
+                counters_) {
+  thread_ = std::thread([this] { run(); });
+}
+
+SetEngine::~SetEngine() {
+  stop(common::aborted("hvd is shutting down"));
+}
+
+Status SetEngine::enqueue(Entry& entry) { return queue_.push(entry); }
+
+Status SetEngine::enqueue_group(std::vector<Entry>& entries) { return queue_.push_group(entries); }
+
+std::string SetEngine::auto_name(OpType type) {
+  int64_t n = auto_names_[static_cast<size_t>(type)].fetch_add(1, std::memory_order_relaxed);
+  return std::string(op_type_name(type)) + ".noname." + std::to_string(n);
+}
+
+void SetEngine::stop(Status reason) {
+  std::lock_guard join_lock(join_mu_);
+  {
+    std::lock_guard lock(reason_mu_);
+    if (stop_reason_.is_ok()) stop_reason_ = std::move(reason);
+  }
+  stop_requested_.store(true);
+  queue_.interrupt();
+  if (thread_.joinable()) thread_.join();
+}
+
+void SetEngine::complete(Entry& entry, Status status, OpOutput output) {
+  queue_.finish(entry);  // first: a waiter may reuse the name at once
+  handles_.complete(entry.handle, std::move(status), std::move(output));
+}
+
+void SetEngine::run() noexcept {
+  std::vector<Entry> drained;
+  CyclePlan plan;
+  try {
+    std::string thread_name = "hvd-engine-" + std::to_string(options_.process_set_id);
+    pthread_setname_np(pthread_self(), thread_name.substr(0, 15).c_str());
+    cycle_loop(drained, plan);
+  } catch (const std::exception& e) {
+    fail_everything(common::internal_error("the engine of " + set_name(options_.process_set_id) +
+                                           " stopped on an unexpected error: " + e.what()),
+                    plan);
+  } catch (...) {
+    fail_everything(common::internal_error("the engine of " + set_name(options_.process_set_id) +
+                                           " stopped on an unexpected error"),
+                    plan);
+  }
+}
+
+void SetEngine::sleep_until_next_cycle(Clock::time_point last_start, Clock::time_point last_end) {
+  const auto cycle = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double, std::milli>(options_.cycle_time_ms));
+  if (!controller_.busy()) {
+    // Idle: sleep until work arrives or idle_wake passes (peers waiting for
+    // this rank block in the exchange meanwhile, without spinning).
+    queue_.wait(last_end + std::max<Clock::duration>(options_.idle_wake, cycle), true);
+  }
+  queue_.wait(last_start + cycle, false);  // at most one cycle per cycle_time
+}
+
+void SetEngine::cycle_loop(std::vector<Entry>& drained, CyclePlan& plan) {
+  Clock::time_point last_start = Clock::now() - std::chrono::hours(1);
+  Clock::time_point last_end = last_start;
+  for (;;) {
+    sleep_until_next_cycle(last_start, last_end);
+    last_start = Clock::now();
+    const bool stopping = stop_requested_.load();
+    std::shared_ptr<Timeline> timeline = timeline_ != nullptr ? timeline_->get() : nullptr;
+
+    drained.clear();
+    queue_.drain(drained);
+    if (timeline) {
+      for (Entry& e : drained) {
+        if (e.request.op_type == OpType::kJoin) continue;
+        timeline->begin(row(e.request.name), "NEGOTIATE", e.enqueued);
+        e.negotiate_timeline = timeline.get();
+      }
+    }
+    plan.clear();
+    controller_.add(drained, plan);
+    for (auto& [entry, status] : plan.refused) complete(entry, status);
+
+    Status s = controller_.negotiate(stopping, plan);
+    if (!s.is_ok()) {
+      spdlog::error("{}: negotiation failed, failing every op: {}",
+                    set_name(options_.process_set_id), s.message());
+      fail_everything(s, plan);
+      return;
+    }
+    if (plan.shutdown_rank >= 0) {
+      Status reason;
+      if (plan.shutdown_self) {
+        std::lock_guard lock(reason_mu_);
+        reason = stop_reason_;
+      } else if (options_.process_set_id == 0) {
+        reason = common::aborted("hvd is shutting down on rank " + std::to_string(plan.shutdown_rank));
+      } else {
+        reason = common::aborted(set_name(options_.process_set_id) + " was stopped on rank " +
+                                 std::to_string(plan.shutdown_rank) +
+                                 " (hvd_shutdown or hvd_remove_process_set)");
+      }
+      fail_everything(reason, plan);
+      return;
+    }
+    if (!plan.stall_warning.empty() && options_.rank == 0) {
+      if (options_.process_set_id == 0) {
+        spdlog::warn("{}", plan.stall_warning);
+      } else {
+        spdlog::warn("{}: {}", set_name(options_.process_set_id), plan.stall_warning);
+      }
+    }
+    if (!plan.responses.empty()) {
+      if (timeline) {
+        timeline->mark("CYCLE", last_start);
+        for (Response& r : plan.responses) {
+          if (!r.has_entry || r.entry.negotiate_timeline != timeline.get()) continue;
+          timeline->end(row(r.entry.request.name), "NEGOTIATE");
+          timeline->begin(row(r.entry.request.name), "QUEUE");
+        }
+      }
+      s = execute(plan, timeline.get());
+      if (!s.is_ok()) {
+        spdlog::error("{}: transport failed, failing every op: {}",
+                      set_name(options_.process_set_id), s.message());
+        fail_everything(s, plan);
+        return;
+      }
+      controller_.finish(plan);
+    }
+    if (plan.join_done && plan.join_entry) {
+      OpOutput out;
+      out.join_last_rank = plan.join_last_rank;
+      complete(*plan.join_entry, Status::ok(), std::move(out));
+      plan.join_entry.reset();
+    }
+    last_end = Clock::now();
+  }
+}
+
+void SetEngine::finish_response(Response& r, Timeline* timeline) {
+  if (r.done) return;
+  r.done = true;
+  if (!r.has_entry) return;
+  if (timeline != nullptr && r.entry.negotiate_timeline == timeline) {
+    timeline->end(row(r.entry.request.name), "QUEUE");
+  }
+  complete(r.entry, r.error, std::move(r.output));
+}
+
+Status SetEngine::execute(CyclePlan& plan, Timeline* timeline) {
+  std::vector<Response>& responses = plan.responses;
+  items_.clear();
+  item_response_.clear();
+  for (size_t i = 0; i < responses.size(); ++i) {
+    Response& r = responses[i];
+    if (!r.error.is_ok()) {
+      // Decided errors: nothing to run (groups complete together below).
+      if (r.op().group_id < 0) finish_response(r, timeline);
+      continue;
+    }
+    const Request& q = r.op();
+    FusionItem item;
+    item.op_type = q.op_type;
+    item.dtype = q.dtype;
+    item.reduce_op = q.reduce_op;
+    item.device = q.device;
+    item.process_set_id = q.process_set_id;
+    item.prescale_factor = q.prescale_factor;
+    item.postscale_factor = q.postscale_factor;
+    item.bytes = q.byte_size();
+    items_.push_back(item);
+    item_response_.push_back(i);
+  }
+  if (items_.empty()) return Status::ok();
+  for (const std::vector<size_t>& batch : plan_fusion(items_, options_.fusion_threshold)) {
+    batch_.clear();
+    for (size_t k : batch) batch_.push_back(&responses[item_response_[k]]);
+    if (timeline != nullptr) {
+      for (Response* r : batch_) {
+        if (r->has_entry && r->entry.negotiate_timeline == timeline) {
+          timeline->end(row(r->entry.request.name), "QUEUE");
+        }
+      }
+    }
+    for (Response* r : batch_) r->entry.negotiate_timeline = nullptr;  // QUEUE ended
+    HVD_RETURN_IF_ERROR(executor_.run(batch_, timeline, prefix_));
+    for (Response* r : batch_) {
+      if (r->op().group_id < 0) finish_response(*r, timeline);
+    }
+  }
+  // The members of groups complete together, once all of them ran.
+  group_done_.clear();
+  for (Response& r : responses) {
+    if (r.done) continue;
+    r.done = true;
+    if (!r.has_entry) continue;
+    if (timeline != nullptr && r.entry.negotiate_timeline == timeline) {
+      timeline->end(row(r.entry.request.name), "QUEUE");
+    }
+    queue_.finish(r.entry);
+    group_done_.push_back({r.entry.handle, r.error, std::move(r.output)});
+  }
+  if (!group_done_.empty()) handles_.complete_all(group_done_);
+  return Status::ok();
+}
+
+void SetEngine::fail_everything(const Status& status, CyclePlan& plan) {
+  queue_.close(status);
+  for (Response& r : plan.responses) {
+    if (r.done) continue;
+    r.done = true;
+    if (r.has_entry) complete(r.entry, status);
+  }
+  if (plan.join_entry) {
+    complete(*plan.join_entry, status);
+    plan.join_entry.reset();
+  }
+  std::vector<Entry> left;
+  controller_.take_all(left);
+  queue_.drain(left);
+  for (Entry& e : left) complete(e, status);
+}
+
+}  // namespace hvd::runtime::engine

@@ -1,0 +1,111 @@
+// One process set's engine: its transport, controller (negotiation, response
+// cache, stall inspector), executor and fusion buffer, its queue, and its
+// own engine thread, so that the negotiations of different sets never wait
+// for one another. See docs/engine.md and docs/threading.md.
+//
+// The thread cycles every cycle_time while this rank has ops waiting for the
+// other ranks; when it has none it sleeps until an op is enqueued (starting
+// the cycle at once if the last one began at least cycle_time ago) or until
+// idle_wake passes, so an idle engine costs next to nothing yet still joins
+// the exchanges of ranks that wait for it.
+//
+// Failures: a transport error fails every pending and later op of the set
+// with that Status (the transport stays failed). stop() is collective: the
+// rank sets the shutdown flag in its next exchange, and every member's
+// engine fails its pending ops and ends in that same cycle.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/engine/controller.h"
+#include "runtime/engine/engine_stats.h"
+#include "runtime/engine/executor.h"
+#include "runtime/engine/fusion_planner.h"
+#include "runtime/engine/handle_table.h"
+#include "runtime/engine/tensor_queue.h"
+#include "runtime/engine/timeline_slot.h"
+#include "transports/transport.h"
+
+namespace hvd::runtime::engine {
+
+struct SetEngineOptions {
+  int32_t process_set_id = 0;
+  int rank = 0;                   // this rank within the set
+  std::vector<int> global_ranks;  // the set's members, ascending
+  double cycle_time_ms = 1.0;
+  int64_t fusion_threshold = int64_t{64} << 20;  // bytes; 0 disables fusion
+  size_t cache_capacity = 1024;
+  std::chrono::seconds stall_warning{60};
+  std::chrono::seconds stall_shutdown{0};
+  std::chrono::milliseconds idle_wake{100};  // longest sleep of an idle engine
+};
+
+class SetEngine {
+ public:
+  // Starts the engine thread. `timeline` may be null (never a timeline).
+  SetEngine(SetEngineOptions options, std::unique_ptr<transports::Transport> transport,
+            HandleTable& handles, const TimelineSlot* timeline);
+  // stop()s the engine if it still runs.
+  ~SetEngine();
+  SetEngine(const SetEngine&) = delete;
+  SetEngine& operator=(const SetEngine&) = delete;
+
+  // Hands ops to the engine thread (see TensorQueue::push); the refusal
+  // Status otherwise (name in flight, engine stopped or failed).
+  common::Status enqueue(Entry& entry);
+  common::Status enqueue_group(std::vector<Entry>& entries);
+
+  // "<op type>.noname.<n>", n counting per op type on this set.
+  std::string auto_name(OpType type);
+
+  // Stops the engine (collectively, see above) and joins its thread; ops
+  // still pending here fail with `reason`. Later enqueues fail with it too.
+  void stop(common::Status reason);
+
+  const SetEngineOptions& options() const { return options_; }
+  EngineStats stats() const { return counters_.snapshot(); }
+
+ private:
+  void run() noexcept;
+  void cycle_loop(std::vector<Entry>& drained, CyclePlan& plan);
+  void sleep_until_next_cycle(Clock::time_point last_start, Clock::time_point last_end);
+  common::Status execute(CyclePlan& plan, Timeline* timeline);
+  void finish_response(Response& r, Timeline* timeline);
+  void complete(Entry& entry, common::Status status, OpOutput output = {});
+  void fail_everything(const common::Status& status, CyclePlan& plan);
+  std::string row(const std::string& name) const { return prefix_ + name; }
+
+  SetEngineOptions options_;
+  std::string prefix_;  // timeline rows: "" for the global set, "ps<id>/" otherwise
+  std::unique_ptr<transports::Transport> transport_;
+  HandleTable& handles_;
+  const TimelineSlot* timeline_;
+  EngineCounters counters_;
+  Controller controller_;
+  Executor executor_;
+  TensorQueue queue_;
+  std::array<std::atomic<int64_t>, 7> auto_names_{};
+
+  std::atomic<bool> stop_requested_{false};
+  std::mutex join_mu_;    // one stop() at a time
+  std::mutex reason_mu_;  // guards stop_reason_ (read by the engine thread)
+  common::Status stop_reason_;
+
+  // Engine-thread scratch, reused every cycle.
+  std::vector<FusionItem> items_;
+  std::vector<size_t> item_response_;
+  std::vector<Response*> batch_;
+  std::vector<HandleTable::Completion> group_done_;
+
+  std::thread thread_;  // last: starts after everything above exists
+};
+
+}  // namespace hvd::runtime::engine

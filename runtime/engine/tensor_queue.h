@@ -1,0 +1,81 @@
+// The hand-off from user threads to a process set's engine thread. User
+// threads push entries (a request, its buffers, its handle); the engine
+// drains everything queued at the start of each cycle and sleeps on the
+// queue between cycles, so an enqueue can wake it.
+//
+// The queue also keeps the names in flight on its process set (pushed and not
+// yet finished), so that a second op with a pending name is refused at once,
+// and a closed status: once the engine stops or fails, every push fails with
+// the reason.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "common/status.h"
+#include "runtime/engine/request.h"
+
+namespace hvd::runtime::engine {
+
+using Clock = std::chrono::steady_clock;
+
+class Timeline;
+
+// One op on its way through the engine.
+struct Entry {
+  Request request;
+  const void* input = nullptr;  // null when the op has no input (join, barrier)
+  void* output = nullptr;       // allreduce, broadcast: the result; else null
+  int64_t handle = 0;
+  Clock::time_point enqueued{};
+
+  // Engine-thread bookkeeping (the controller's).
+  int64_t cache_slot = -1;     // >= 0: announced through this cache slot's bit
+  bool announced = false;      // sent in full in a negotiation payload
+  const Timeline* negotiate_timeline = nullptr;  // recorded NEGOTIATE's begin
+};
+
+class TensorQueue {
+ public:
+  // kAlreadyExists when an op of the same name is in flight (or, for join,
+  // when a join is); the close() status once closed. The entry is consumed
+  // only on success.
+  common::Status push(Entry& entry);
+  // All of them or none (same checks, and no two of them share a name).
+  common::Status push_group(std::vector<Entry>& entries);
+
+  // Moves everything queued to the end of `out`, in push order.
+  void drain(std::vector<Entry>& out);
+  // The op left the engine: its name may be used again. Call before
+  // completing its handle, so that a waiter may reuse the name at once.
+  void finish(const Entry& entry);
+
+  // Later pushes fail with `reason` (the first reason is kept).
+  void close(common::Status reason);
+  bool closed() const;
+
+  // Sleeps until `deadline`; wakes earlier after interrupt(), or when
+  // `wake_on_work` and something is queued.
+  void wait(Clock::time_point deadline, bool wake_on_work);
+  // Makes the current and every later wait() return at once (engine stop).
+  void interrupt();
+
+ private:
+  common::Status admit(const Entry& entry) const;  // under mu_
+
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::vector<Entry> queued_;
+  std::unordered_set<std::string> in_flight_;
+  bool join_in_flight_ = false;
+  bool interrupted_ = false;
+  bool closed_ = false;
+  common::Status closed_status_;
+};
+
+}  // namespace hvd::runtime::engine

@@ -1,0 +1,37 @@
+// Where the engines find the timeline: the Runtime owns the slot and may
+// start or stop the timeline at any time (hvd_start_timeline); each engine
+// takes a reference once per cycle, so a timeline being stopped is destroyed
+// (and its file closed) only after the cycles that use it are over.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <utility>
+
+#include "runtime/engine/timeline.h"
+
+namespace hvd::runtime::engine {
+
+class TimelineSlot {
+ public:
+  std::shared_ptr<Timeline> get() const {
+    std::lock_guard lock(mu_);
+    return timeline_;
+  }
+
+  // Replaces the timeline (null: none); the previous one closes when its last
+  // user lets go of it, outside this lock.
+  void set(std::shared_ptr<Timeline> timeline) {
+    std::shared_ptr<Timeline> previous;
+    {
+      std::lock_guard lock(mu_);
+      previous = std::exchange(timeline_, std::move(timeline));
+    }
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<Timeline> timeline_;
+};
+
+}  // namespace hvd::runtime::engine
