@@ -1,0 +1,11 @@
+"""horovod.torch, served by hvd.torch (see the package docstring of horovod)."""
+
+import sys as _sys
+
+import hvd.torch as _impl
+from hvd.torch import *  # noqa: F401,F403
+from hvd.torch import __version__  # noqa: F401
+
+# `import horovod.torch.mpi_ops` and friends find hvd's modules.
+for _name in ("mpi_ops", "optimizer", "functions", "compression", "sync_batch_norm"):
+    _sys.modules[f"{__name__}.{_name}"] = getattr(_impl, _name)

@@ -1,0 +1,213 @@
+"""Collectives over any array type, given an adapter for it.
+
+An adapter (``kind``) knows one array type (torch tensors, numpy arrays):
+    prepare(x)         -> x or a contiguous copy; TypeError for what the
+                          engine cannot take (dtype, device, sparse)
+    info(x)            -> (data pointer, shape tuple, HVD dtype, HVD device)
+                          of a prepared array
+    empty(shape, like) -> a new contiguous array with like's dtype and device
+    nbytes(x)          -> size of a prepared array in bytes
+    copy_(dst, src)    -> copies src into dst (dst may be non-contiguous)
+    int_array(values)  -> an int32 array of the values (received splits)
+    to_list(values)    -> a list of ints from a sequence or an array
+
+Each ``prep_*`` builds one hvd_op and says what the finished op returns;
+``submit`` enqueues one, ``submit_group`` enqueues several negotiated and
+completed together (grouped ops). Both return a Handle.
+"""
+
+import ctypes
+
+from hvd import _lib
+from hvd._handles import Handle
+from hvd._lib import C, hvd_op
+from hvd.common import reduce_op_code
+from hvd.process_sets import global_process_set
+
+_int64_array_types = {}
+
+
+def _shape_array(shape):
+    n = len(shape)
+    if n == 0:
+        return None
+    t = _int64_array_types.get(n)
+    if t is None:
+        t = _int64_array_types[n] = ctypes.c_int64 * n
+    return t(*shape)
+
+
+def _name(name):
+    return name.encode() if name else None
+
+
+def set_id(process_set):
+    """The engine id of a registered process set."""
+    ps_id = process_set.process_set_id
+    if ps_id is None:
+        raise ValueError(f"{process_set} is not registered: pass it to hvd.init(process_sets=...) "
+                         "or hvd.add_process_set() first")
+    return ps_id
+
+
+class Prep:
+    """One op ready to enqueue: the struct, what must stay alive, and
+    finish(handle_id) -> the result once it succeeded."""
+
+    __slots__ = ("op", "keep", "finish")
+
+    def __init__(self, op, keep, finish):
+        self.op = op
+        self.keep = keep
+        self.finish = finish
+
+
+def submit(prep, what):
+    h = ctypes.c_int64()
+    code = _lib.hvd_enqueue(ctypes.byref(prep.op), ctypes.byref(h))
+    if code != C.OK:
+        raise _lib.error(code, what)
+    finish = prep.finish
+    return Handle((h.value,), prep.keep, lambda ids: finish(ids[0]))
+
+
+def submit_group(preps, what):
+    n = len(preps)
+    if n == 0:
+        return Handle((), None, lambda ids: [])
+    ops = (hvd_op * n)(*[p.op for p in preps])
+    handles = (ctypes.c_int64 * n)()
+    code = _lib.hvd_enqueue_group(ops, n, handles)
+    if code != C.OK:
+        raise _lib.error(code, what)
+    finishes = [p.finish for p in preps]
+    return Handle(list(handles), [p.keep for p in preps],
+                  lambda ids: [f(i) for f, i in zip(finishes, ids)])
+
+
+def read_output(kind, handle_id, like, ndim):
+    """The engine-allocated output of a finished op, as a new array."""
+    ndim = max(ndim, 1)
+    shape = (ctypes.c_int64 * ndim)()
+    got = ctypes.c_int32()
+    _lib.check(_lib.hvd_handle_output_shape(handle_id, shape, ndim, ctypes.byref(got)),
+               "output shape")
+    out = kind.empty(tuple(shape[:got.value]), like)
+    nbytes = kind.nbytes(out)
+    _lib.check(_lib.hvd_handle_copy_output(handle_id, kind.info(out)[0] if nbytes else None,
+                                           nbytes), "copy output")
+    return out
+
+
+def _in_place_result(kind, tensor, src):
+    if src is tensor:
+        return lambda hid: tensor
+
+    def finish(hid):
+        kind.copy_(tensor, src)  # tensor was not contiguous: the op ran on a copy
+        return tensor
+    return finish
+
+
+# ---- The ops ----------------------------------------------------------------
+
+def prep_allreduce(kind, tensor, inplace, name, op, prescale_factor, postscale_factor,
+                   process_set):
+    src = kind.prepare(tensor)
+    ptr, shape, dtype, device = kind.info(src)
+    if inplace:
+        out, out_ptr, finish = src, ptr, _in_place_result(kind, tensor, src)
+    else:
+        out = kind.empty(shape, src)
+        out_ptr = kind.info(out)[0]
+        finish = lambda hid: out  # noqa: E731
+    o = hvd_op(C.OPTYPE_ALLREDUCE, _name(name), ptr, out_ptr, _shape_array(shape), len(shape),
+               dtype, device, reduce_op_code(op), prescale_factor, postscale_factor, 0, None,
+               set_id(process_set))
+    return Prep(o, (tensor, src, out), finish)
+
+
+def prep_broadcast(kind, tensor, inplace, root_rank, name, process_set):
+    src = kind.prepare(tensor)
+    ptr, shape, dtype, device = kind.info(src)
+    ps_id = set_id(process_set)
+    root = process_set.set_rank_of(root_rank)
+    if inplace:
+        out, out_ptr, finish = src, ptr, _in_place_result(kind, tensor, src)
+    else:
+        out = kind.empty(shape, src)
+        out_ptr = kind.info(out)[0]
+        finish = lambda hid: out  # noqa: E731
+    o = hvd_op(C.OPTYPE_BROADCAST, _name(name), ptr, out_ptr, _shape_array(shape), len(shape),
+               dtype, device, 0, 1.0, 1.0, root, None, ps_id)
+    return Prep(o, (tensor, src, out), finish)
+
+
+def _rows_op(op_type, kind, tensor, name, process_set, reduce_op=None, prescale_factor=1.0,
+             postscale_factor=1.0, splits=None):
+    src = kind.prepare(tensor)
+    ptr, shape, dtype, device = kind.info(src)
+    if len(shape) == 0:
+        raise ValueError("the tensor needs at least one dimension (rows), not a scalar")
+    code = 0 if reduce_op is None else reduce_op_code(reduce_op)
+    o = hvd_op(op_type, _name(name), ptr, None, _shape_array(shape), len(shape), dtype, device,
+               code, prescale_factor, postscale_factor, 0, splits, set_id(process_set))
+    return o, src, len(shape)
+
+
+def prep_allgather(kind, tensor, name, process_set):
+    o, src, ndim = _rows_op(C.OPTYPE_ALLGATHER, kind, tensor, name, process_set)
+    return Prep(o, (tensor, src), lambda hid: read_output(kind, hid, src, ndim))
+
+
+def prep_reducescatter(kind, tensor, name, op, prescale_factor, postscale_factor, process_set):
+    o, src, ndim = _rows_op(C.OPTYPE_REDUCESCATTER, kind, tensor, name, process_set, op,
+                            prescale_factor, postscale_factor)
+    return Prep(o, (tensor, src), lambda hid: read_output(kind, hid, src, ndim))
+
+
+def prep_alltoall(kind, tensor, splits, name, process_set):
+    n = process_set.size()
+    splits_array = None
+    if splits is not None:
+        values = kind.to_list(splits)
+        if len(values) != n:
+            raise ValueError(f"alltoall: splits has {len(values)} entries; the process set has "
+                             f"{n} ranks")
+        if any(v < 0 for v in values):
+            raise ValueError(f"alltoall: splits {values} has negative entries")
+        splits_array = (ctypes.c_int64 * n)(*values)
+    o, src, ndim = _rows_op(C.OPTYPE_ALLTOALL, kind, tensor, name, process_set,
+                            splits=splits_array)
+
+    def finish(hid):
+        out = read_output(kind, hid, src, ndim)
+        received = (ctypes.c_int64 * n)()
+        _lib.check(_lib.hvd_handle_received_splits(hid, received, n), "received splits")
+        return out, kind.int_array(list(received))
+    return Prep(o, (tensor, src, splits_array), finish)
+
+
+def _control_op(op_type, process_set):
+    return hvd_op(op_type, None, None, None, None, 0, 0, C.DEVICE_CPU, 0, 1.0, 1.0, 0, None,
+                  set_id(process_set))
+
+
+def barrier(process_set=global_process_set):
+    """Returns once every rank of the set called barrier()."""
+    submit(Prep(_control_op(C.OPTYPE_BARRIER, process_set), None, lambda hid: None),
+           "barrier").wait()
+
+
+def join_async(process_set=global_process_set):
+    def finish(hid):
+        last = ctypes.c_int32()
+        _lib.check(_lib.hvd_handle_join_result(hid, ctypes.byref(last)), "join result")
+        return last.value
+    return submit(Prep(_control_op(C.OPTYPE_JOIN, process_set), None, finish), "join")
+
+
+def join(process_set=global_process_set):
+    """This rank has no more data: it takes part in the others' allreduces
+    with zeros until every rank joined. Returns the rank that joined last."""
+    return join_async(process_set).wait()

@@ -1,0 +1,177 @@
+"""libhvd.so through ctypes: loading, function signatures, the hvd_op struct,
+the library's constants and error checking.
+
+Nothing here knows about frameworks. Constants are read from the library
+(hvd_constant), never copied: ``C.FLOAT32`` is the value of HVD_FLOAT32.
+ctypes releases the GIL for the duration of every call, so a thread blocked
+in hvd_wait() does not stop the others.
+"""
+
+import ctypes
+import os
+
+from hvd.exceptions import HorovodInternalError
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_LIB_NAME = "libhvd.so"
+
+
+def _candidates():
+    """Where libhvd.so is looked for, in order."""
+    env = os.environ.get("HVD_LIBRARY")
+    if env:
+        yield env
+    yield os.path.join(_HERE, _LIB_NAME)  # an installed package carries its library
+    yield os.path.normpath(os.path.join(_HERE, "..", "..", "build", "lib", _LIB_NAME))  # source tree
+    yield _LIB_NAME  # the system loader (LD_LIBRARY_PATH, ldconfig)
+
+
+def _load():
+    tried = []
+    for path in _candidates():
+        if os.sep in path and not os.path.exists(path):
+            tried.append(f"{path} (no such file)")
+            continue
+        try:
+            return ctypes.CDLL(path), path
+        except OSError as e:
+            tried.append(f"{path} ({e})")
+    raise ImportError(
+        "hvd: cannot load libhvd.so; tried:\n  " + "\n  ".join(tried) +
+        "\nBuild it (cmake --build build --target hvd) or point HVD_LIBRARY at it.")
+
+
+lib, path = _load()
+
+_i32 = ctypes.c_int32
+_i64 = ctypes.c_int64
+_int = ctypes.c_int
+_p = ctypes.c_void_p
+_pi64 = ctypes.POINTER(ctypes.c_int64)
+_pi32 = ctypes.POINTER(ctypes.c_int32)
+
+
+class hvd_op(ctypes.Structure):
+    """Mirrors ``struct hvd_op`` of hvd/c_api.h, field for field."""
+
+    _fields_ = [
+        ("op_type", ctypes.c_int32),
+        ("name", ctypes.c_char_p),
+        ("input", ctypes.c_void_p),
+        ("output", ctypes.c_void_p),
+        ("shape", _pi64),
+        ("ndim", ctypes.c_int32),
+        ("dtype", ctypes.c_int32),
+        ("device", ctypes.c_int32),
+        ("reduce_op", ctypes.c_int32),
+        ("prescale_factor", ctypes.c_double),
+        ("postscale_factor", ctypes.c_double),
+        ("root_rank", ctypes.c_int32),
+        ("splits", _pi64),
+        ("process_set_id", ctypes.c_int32),
+    ]
+
+
+def _declare(name, restype, *argtypes):
+    fn = getattr(lib, name)
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+    return fn
+
+
+hvd_init = _declare("hvd_init", _int)
+hvd_shutdown = _declare("hvd_shutdown", _int)
+hvd_is_initialized = _declare("hvd_is_initialized", _int)
+hvd_rank = _declare("hvd_rank", _int)
+hvd_size = _declare("hvd_size", _int)
+hvd_local_rank = _declare("hvd_local_rank", _int)
+hvd_local_size = _declare("hvd_local_size", _int)
+hvd_cross_rank = _declare("hvd_cross_rank", _int)
+hvd_cross_size = _declare("hvd_cross_size", _int)
+hvd_allreduce = _declare("hvd_allreduce", _int, _p, _i64, _int, _int)
+hvd_broadcast = _declare("hvd_broadcast", _int, _p, _i64, _int, _int)
+hvd_allgather = _declare("hvd_allgather", _int, _p, _i64, _int, _p, _pi64)
+hvd_barrier = _declare("hvd_barrier", _int)
+hvd_enqueue = _declare("hvd_enqueue", _int, ctypes.POINTER(hvd_op), _pi64)
+hvd_enqueue_group = _declare("hvd_enqueue_group", _int, ctypes.POINTER(hvd_op), _i32, _pi64)
+hvd_poll = _declare("hvd_poll", _int, _i64)
+hvd_wait = _declare("hvd_wait", _int, _i64, ctypes.c_double)
+hvd_handle_output_shape = _declare("hvd_handle_output_shape", _int, _i64, _pi64, _i32, _pi32)
+hvd_handle_copy_output = _declare("hvd_handle_copy_output", _int, _i64, _p, _i64)
+hvd_handle_received_splits = _declare("hvd_handle_received_splits", _int, _i64, _pi64, _i32)
+hvd_handle_join_result = _declare("hvd_handle_join_result", _int, _i64, _pi32)
+hvd_release = _declare("hvd_release", _int, _i64)
+hvd_add_process_set = _declare("hvd_add_process_set", _int, _pi32, _i32, _pi32)
+hvd_remove_process_set = _declare("hvd_remove_process_set", _int, _i32)
+hvd_process_set_rank = _declare("hvd_process_set_rank", _int, _i32)
+hvd_process_set_size = _declare("hvd_process_set_size", _int, _i32)
+hvd_process_set_ranks = _declare("hvd_process_set_ranks", _int, _i32, _pi32, _i32)
+hvd_start_timeline = _declare("hvd_start_timeline", _int, ctypes.c_char_p)
+hvd_stop_timeline = _declare("hvd_stop_timeline", _int)
+hvd_constant = _declare("hvd_constant", _int, ctypes.c_char_p, _pi64)
+hvd_last_error = _declare("hvd_last_error", ctypes.c_char_p)
+hvd_version = _declare("hvd_version", ctypes.c_char_p)
+
+
+def constant(name):
+    """The value of the C constant ``name`` (e.g. "HVD_FLOAT32")."""
+    value = ctypes.c_int64()
+    if hvd_constant(name.encode(), ctypes.byref(value)) != 0:
+        raise ImportError(f"hvd: {path} has no constant {name} ({last_error()}); "
+                          "the Python package and libhvd.so do not match")
+    return value.value
+
+
+class _Constants:
+    """Every constant the package uses, read once from the library:
+    ``C.FLOAT32`` is HVD_FLOAT32, ``C.OP_SUM`` is HVD_OP_SUM, ..."""
+
+    NAMES = (
+        "UINT8", "INT8", "INT16", "INT32", "INT64", "FLOAT16", "BFLOAT16", "FLOAT32",
+        "FLOAT64", "BOOL",
+        "OP_SUM", "OP_AVERAGE", "OP_MIN", "OP_MAX", "OP_PRODUCT",
+        "OK", "ERR_INVALID_ARGUMENT", "ERR_NOT_FOUND", "ERR_ALREADY_EXISTS", "ERR_TIMEOUT",
+        "ERR_UNAVAILABLE", "ERR_ABORTED", "ERR_UNAUTHENTICATED", "ERR_FAILED_PRECONDITION",
+        "ERR_CANCELLED", "ERR_UNIMPLEMENTED", "ERR_INTERNAL",
+        "OPTYPE_ALLREDUCE", "OPTYPE_ALLGATHER", "OPTYPE_BROADCAST", "OPTYPE_ALLTOALL",
+        "OPTYPE_REDUCESCATTER", "OPTYPE_BARRIER", "OPTYPE_JOIN",
+        "DEVICE_CPU", "GLOBAL_PROCESS_SET",
+    )
+
+    def __init__(self):
+        for n in self.NAMES:
+            setattr(self, n, constant("HVD_" + n))
+        self.ERROR_NAMES = {getattr(self, n): "HVD_" + n for n in self.NAMES
+                            if n.startswith("ERR_")}
+
+
+C = _Constants()
+
+
+def last_error():
+    """The message of the last failed call on this thread."""
+    msg = hvd_last_error()
+    return msg.decode(errors="replace") if msg else ""
+
+
+def error(code, what=None):
+    """A HorovodInternalError for the failed call's ``code`` (read the message
+    at once: it is per thread and the next failing call replaces it)."""
+    message = last_error() or C.ERROR_NAMES.get(code, f"error {code}")
+    if what and not message.startswith(what):
+        message = f"{what}: {message}"
+    return HorovodInternalError(message, code)
+
+
+def check(code, what=None):
+    """Raises HorovodInternalError unless ``code`` is HVD_OK."""
+    if code != C.OK:
+        raise error(code, what)
+    return code
+
+
+def check_nonnegative(value, what=None):
+    """For calls that return a figure or -HVD_ERR_*."""
+    if value < 0:
+        raise error(-value, what)
+    return value

@@ -1,0 +1,294 @@
+"""Errors (mismatches across ranks raise HorovodInternalError with the
+engine's message on every rank; argument errors at once), process sets,
+basics and build queries, timeline, and shutdown / init again."""
+
+import json
+import os
+import tempfile
+
+import numpy as np
+import pytest
+import torch
+
+import hvd
+import hvd.torch as ht
+from hvd import _lib
+from conftest import WAIT_S
+
+
+# ---- basics -------------------------------------------------------------------------
+
+def test_world():
+    assert ht.is_initialized()
+    assert 0 <= ht.rank() < ht.size()
+    assert ht.size() == int(os.environ.get("HVD_SIZE", "1"))
+    assert 0 <= ht.local_rank() < ht.local_size()
+    assert 0 <= ht.cross_rank() < ht.cross_size()
+    assert ht.is_homogeneous()
+
+
+def test_build_queries():
+    assert (ht.mpi_built(), ht.mpi_enabled(), ht.mpi_threads_supported()) == (False,) * 3
+    assert ht.gloo_built() and ht.gloo_enabled()
+    assert not any(f() for f in (ht.nccl_built, ht.ddl_built, ht.ccl_built, ht.cuda_built,
+                                 ht.rocm_built))
+
+
+def test_constants_come_from_the_library():
+    for op, name in [(ht.Sum, "HVD_OP_SUM"), (ht.Average, "HVD_OP_AVERAGE"),
+                     (ht.Min, "HVD_OP_MIN"), (ht.Max, "HVD_OP_MAX"),
+                     (ht.Product, "HVD_OP_PRODUCT")]:
+        assert int(op) == _lib.constant(name)
+    with pytest.raises(ImportError):
+        _lib.constant("HVD_NO_SUCH_CONSTANT")
+
+
+def test_hvd_op_struct_matches_the_header():
+    """hvd_op in _lib.py has the header's fields, in order, with its types."""
+    import ctypes
+    import re
+    header = os.path.join(os.path.dirname(__file__), "..", "..", "runtime", "include", "hvd",
+                          "c_api.h")
+    text = re.sub(r"/\*.*?\*/", "", open(header).read(), flags=re.S)
+    body = text[text.index("typedef struct hvd_op {") + len("typedef struct hvd_op {"):
+                text.index("} hvd_op;")]
+    decls = [d.strip() for d in body.split(";") if d.strip()]
+    c_types = {"int32_t": ctypes.c_int32, "const char*": ctypes.c_char_p,
+               "const void*": ctypes.c_void_p, "void*": ctypes.c_void_p,
+               "const int64_t*": ctypes.POINTER(ctypes.c_int64), "double": ctypes.c_double}
+    fields = []
+    for d in decls:
+        m = re.match(r"(.*?[\s*])(\w+)$", d)
+        fields.append((m.group(2), c_types[m.group(1).replace(" *", "*").strip()]))
+    assert fields == list(_lib.hvd_op._fields_)
+
+
+# ---- argument errors (raised at once, on the calling rank) ---------------------------------
+
+def test_adasum_is_a_clear_error():
+    with pytest.raises(ValueError, match="Adasum is not supported by hvd yet"):
+        ht.allreduce(torch.ones(2), op=ht.Adasum)
+
+
+def test_unsupported_dtypes_and_devices():
+    with pytest.raises(TypeError, match="complex64"):
+        ht.allreduce(torch.ones(2, dtype=torch.complex64))
+    with pytest.raises(TypeError, match="device"):
+        ht.allreduce(torch.ones(2, device="meta"))
+    with pytest.raises(TypeError):
+        ht.allreduce([1.0, 2.0])
+
+
+def test_cuda_tensors_need_nccl():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device here")
+    with pytest.raises(ht.HorovodInternalError, match="NCCL"):
+        ht.allreduce(torch.ones(2, device="cuda"))
+
+
+def test_engine_argument_errors():
+    with pytest.raises(ht.HorovodInternalError, match="average is not defined for bool"):
+        ht.allreduce(torch.ones(2, dtype=torch.bool), op=ht.Average)
+    with pytest.raises(ht.HorovodInternalError, match="scale factors"):
+        ht.allreduce(torch.ones(2, dtype=torch.int32), op=ht.Sum, prescale_factor=2.0)
+    with pytest.raises(ValueError, match="scalar"):
+        ht.allgather(torch.tensor(1.0))
+    with pytest.raises(ValueError, match="splits"):
+        ht.alltoall(torch.ones(4), splits=[1] * (ht.size() + 1))
+    with pytest.raises(ht.HorovodInternalError, match="out of range"):
+        ht.broadcast(torch.ones(2), root_rank=ht.size())
+
+
+def test_name_already_in_flight():
+    h = ht.allreduce_async(torch.ones(2), name="twice")
+    with pytest.raises(ht.HorovodInternalError, match="twice"):
+        ht.allreduce_async(torch.ones(2), name="twice")
+    ht.synchronize(h, timeout=WAIT_S)
+
+
+def test_error_is_a_runtime_error_with_code():
+    assert issubclass(ht.HorovodInternalError, RuntimeError)
+    try:
+        ht.allreduce(torch.ones(2, dtype=torch.bool), op=ht.Average)
+    except ht.HorovodInternalError as e:
+        assert e.code == _lib.C.ERR_INVALID_ARGUMENT
+
+
+# ---- mismatches: every rank gets the error ---------------------------------------------------
+
+def expect_everywhere(fn, match):
+    """fn() must raise HorovodInternalError matching `match` on this rank; then
+    every rank reports whether it did (so one rank's success fails all)."""
+    raised = False
+    try:
+        fn()
+    except ht.HorovodInternalError as e:
+        raised = bool(__import__("re").search(match, str(e)))
+        msg = str(e)
+    else:
+        msg = "no error"
+    flags = ht.allgather(torch.tensor([int(raised)]))
+    assert flags.tolist() == [1] * ht.size(), msg
+
+
+@pytest.fixture
+def two_or_more():
+    if ht.size() < 2:
+        pytest.skip("needs 2 ranks")
+
+
+def test_mismatched_shape(two_or_more):
+    r = ht.rank()
+    expect_everywhere(lambda: ht.allreduce(torch.ones(r + 1), name="mm.shape"),
+                      r"mismatched shape for tensor 'mm.shape'")
+
+
+def test_mismatched_dtype(two_or_more):
+    dt = torch.float32 if ht.rank() == 0 else torch.float64
+    expect_everywhere(lambda: ht.allreduce(torch.ones(2, dtype=dt), name="mm.dtype"),
+                      r"mismatched dtype")
+
+
+def test_mismatched_op(two_or_more):
+    op = ht.Sum if ht.rank() == 0 else ht.Max
+    expect_everywhere(lambda: ht.allreduce(torch.ones(2), op=op, name="mm.op"),
+                      r"mismatched reduce op")
+
+
+def test_mismatched_root(two_or_more):
+    expect_everywhere(lambda: ht.broadcast(torch.ones(2), root_rank=ht.rank(), name="mm.root"),
+                      r"mismatched root rank")
+
+
+def test_mismatched_op_type(two_or_more):
+    def fn():
+        if ht.rank() == 0:
+            ht.allreduce(torch.ones(2, 2), name="mm.type")
+        else:
+            ht.allgather(torch.ones(2, 2), name="mm.type")
+    expect_everywhere(fn, r"mismatched")
+
+
+def test_mismatched_allgather_trailing_shape(two_or_more):
+    expect_everywhere(lambda: ht.allgather(torch.ones(2, ht.rank() + 1), name="mm.gather"),
+                      r"mismatched shape")
+
+
+def test_mismatch_in_async_and_numpy(two_or_more):
+    r = ht.rank()
+    expect_everywhere(
+        lambda: ht.synchronize(ht.allreduce_async_(torch.ones(r + 2), name="mm.async"),
+                               timeout=WAIT_S), r"mismatched shape")
+    import hvd.numpy as hnp
+    expect_everywhere(lambda: hnp.allreduce(np.ones(r + 2), name="mm.numpy"), r"mismatched")
+
+
+def test_ops_still_work_after_errors():
+    assert ht.allreduce(torch.ones(3), op=ht.Sum).tolist() == [float(ht.size())] * 3
+
+
+# ---- process sets ------------------------------------------------------------------------------
+
+def test_global_process_set():
+    ps = ht.global_process_set
+    assert ps.process_set_id == 0
+    assert ps.size() == ht.size() and ps.rank() == ht.rank() and ps.included()
+
+
+def test_process_sets(two_or_more):
+    r, n = ht.rank(), ht.size()
+    first = ht.add_process_set([0, 1])
+    last = ht.add_process_set(ht.ProcessSet([n - 1]))
+    evens = ht.add_process_set(list(range(0, n, 2))[::-1])  # kept sorted
+    try:
+        assert first.process_set_id > 0 and first.ranks == [0, 1]
+        assert last.ranks == [n - 1] and evens.ranks == list(range(0, n, 2))
+        assert first.size() == 2 and first.included() == (r in (0, 1))
+        for ps in (first, last, evens):
+            if ps.included():
+                assert ps.rank() == ps.ranks.index(r)
+                members = ps.ranks
+                out = ht.allreduce(torch.tensor([float(r)]), op=ht.Sum, process_set=ps)
+                assert out.item() == float(sum(members))
+                gathered = ht.allgather(torch.tensor([[r]]), process_set=ps)
+                assert gathered.reshape(-1).tolist() == members
+                root = members[-1]  # a global rank
+                assert ht.broadcast(torch.tensor([r]), root_rank=root,
+                                    process_set=ps).item() == root
+                assert ht.broadcast_object(r, root_rank=root, process_set=ps) == root
+                assert ht.allgather_object(r, process_set=ps) == members
+                rs = ht.reducescatter(torch.ones(len(members), 1), op=ht.Sum, process_set=ps)
+                assert rs.tolist() == [[float(len(members))]]
+                ht.barrier(process_set=ps)
+            else:
+                assert not ps.included()
+                with pytest.raises(ValueError):
+                    ps.rank()
+                with pytest.raises(ht.HorovodInternalError, match="not a member"):
+                    ht.allreduce(torch.ones(1), process_set=ps)
+        # A set's ops and the global set's ops do not wait for each other.
+        if first.included():
+            h = ht.allreduce_async(torch.ones(2), op=ht.Sum, name="both", process_set=first)
+            g = ht.allreduce(torch.ones(2), op=ht.Sum, name="both")
+            assert ht.synchronize(h, timeout=WAIT_S).tolist() == [2.0, 2.0]
+        else:
+            g = ht.allreduce(torch.ones(2), op=ht.Sum, name="both")
+        assert g.tolist() == [float(n)] * 2
+        with pytest.raises(ValueError, match="exists already"):
+            ht.add_process_set([1, 0])
+    finally:
+        for ps in (evens, last, first):
+            assert ht.remove_process_set(ps)
+    assert first.process_set_id is None
+    assert not ht.remove_process_set(first)
+    assert not ht.remove_process_set(ht.global_process_set)
+    with pytest.raises(ValueError, match="not registered"):
+        ht.allreduce(torch.ones(1), process_set=first)
+
+
+def test_distributed_optimizer_on_a_process_set(two_or_more):
+    ps = ht.add_process_set([0, 1])
+    try:
+        model = torch.nn.Linear(2, 1, bias=False)
+        torch.nn.init.constant_(model.weight, 1.0)
+        opt = ht.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=1.0),
+                                      named_parameters=model.named_parameters(), process_set=ps)
+        x = torch.full((1, 2), float(ht.rank() + 1))
+        model(x).sum().backward()
+        opt.step()
+        if ps.included():  # the gradient is the average over ranks 0 and 1: 1.5
+            assert model.weight.tolist() == [[-0.5, -0.5]]
+        else:  # not a member: its own gradient
+            assert model.weight.tolist() == [[1.0 - (ht.rank() + 1)] * 2]
+    finally:
+        ht.remove_process_set(ps)
+
+
+# ---- timeline ------------------------------------------------------------------------------------
+
+def test_timeline():
+    path = os.path.join(tempfile.gettempdir(), f"hvd_py_timeline_{os.getpid()}.json")
+    path = ht.broadcast_object(path, root_rank=0)
+    ht.start_timeline(path)
+    ht.allreduce(torch.ones(4), name="timeline.tensor")
+    ht.stop_timeline()
+    if ht.rank() == 0:
+        text = open(path).read()
+        assert "timeline.tensor" in text
+        json.loads(text.rstrip().rstrip(",") + ("" if text.rstrip().endswith("]") else "]"))
+        os.remove(path)
+
+
+# ---- lifecycle: shutdown, init again with process sets (last: it restarts hvd) -------------------
+
+def test_shutdown_and_init_with_process_sets(two_or_more):
+    ht.shutdown()
+    assert not ht.is_initialized()
+    with pytest.raises(ValueError, match="not been initialized"):
+        ht.rank()
+    pair = ht.ProcessSet([0, 1])
+    hvd.init(process_sets=[pair])
+    assert ht.is_initialized() and pair.process_set_id is not None
+    if pair.included():
+        assert ht.allreduce(torch.ones(1), op=ht.Sum, process_set=pair).item() == 2.0
+    assert ht.allreduce(torch.ones(1), op=ht.Sum).item() == float(ht.size())
