@@ -1,5 +1,7 @@
 #include "launcher/cli.h"
 
+#include "launcher/horovod_shim.h"
+
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
@@ -7,6 +9,7 @@
 #include <sstream>
 
 #include "launcher/exit_codes.h"
+#include "launcher/horovod_shim.h"
 
 #ifndef HVD_VERSION
 #define HVD_VERSION "unknown"
@@ -122,6 +125,7 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
   std::string output_dir;
   std::string config_file;
   bool verbose = false;
+  bool horovod_compat = false;
   std::vector<std::string> env_args;
 
   app.add_option("--np,--num-proc", np, "Number of worker processes (also spelled -np)")
@@ -137,6 +141,8 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
                  "Also write each rank's output to DIR/rank.N/stdout and DIR/rank.N/stderr")
       ->type_name("DIR");
   app.add_flag("--verbose", verbose, "Print the rank plan and the rendezvous address");
+  app.add_flag("--horovod-compat", horovod_compat,
+               "Let unchanged Horovod scripts run: 'import horovod.torch' gives hvd.torch");
   app.add_option("-x,--env", env_args,
                  "NAME=VALUE, or NAME to pass hvdrun's own value, for every worker (repeatable)")
       ->type_name("NAME[=VALUE]");
@@ -234,6 +240,15 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
     } else {
       options.warnings.push_back("-x " + name + ": not set in hvdrun's environment, not passed on");
     }
+  }
+  if (horovod_compat) {
+    auto shim = find_horovod_shim();
+    if (!shim.is_ok()) return usage_error(shim.status().message());
+    const char* current = lookup("PYTHONPATH");
+    for (const auto& [name, value] : options.extra_env) {
+      if (name == "PYTHONPATH") current = value.c_str();  // a -x PYTHONPATH counts
+    }
+    options.extra_env.emplace_back("PYTHONPATH", prepend_python_path(*shim, current));
   }
   return options;
 }

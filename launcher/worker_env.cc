@@ -26,6 +26,10 @@ Environment worker_environment(const Environment& base, const Environment& setti
   Environment out = base;
   for (const auto& [name, value] : settings) out[name] = value;
   for (const auto& [name, value] : extra) out[name] = value;
+  // Like torchrun: several workers on one host each running a full OpenMP
+  // pool oversubscribe the cores (and stall the engine threads), so unless
+  // the user chose a value, each worker gets one OpenMP thread.
+  if (slot.local_size > 1 && out.count("OMP_NUM_THREADS") == 0) out["OMP_NUM_THREADS"] = "1";
   out[env::kRank] = std::to_string(slot.rank);
   out[env::kSize] = std::to_string(job.size);
   out[env::kLocalRank] = std::to_string(slot.local_rank);

@@ -111,10 +111,11 @@ void SetEngine::cycle_loop(std::vector<Entry>& drained, CyclePlan& plan) {
     sleep_until_next_cycle(last_start, last_end);
     last_start = Clock::now();
     const bool stopping = stop_requested_.load();
-    std::shared_ptr<Timeline> timeline = timeline_ != nullptr ? timeline_->get() : nullptr;
-
     drained.clear();
     queue_.drain(drained);
+    // Read after the drain: an op enqueued after hvd_start_timeline() returned
+    // is then always recorded (reading first could miss the new timeline).
+    std::shared_ptr<Timeline> timeline = timeline_ != nullptr ? timeline_->get() : nullptr;
     if (timeline) {
       for (Entry& e : drained) {
         if (e.request.op_type == OpType::kJoin) continue;

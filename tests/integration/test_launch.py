@@ -202,3 +202,31 @@ def test_sigterm_terminates_the_workers(hvdrun):
     code, stderr = _interrupt(hvdrun, signal.SIGTERM)
     assert code == 143
     assert "hvdrun: received SIGTERM, terminating workers" in stderr
+
+
+HOROVOD_SCRIPT = ("import horovod.torch as hvd; hvd.init(); "
+                  "print('horovod', hvd.rank(), hvd.size(), hvd.allreduce.__module__)")
+
+
+def test_horovod_compat_runs_an_unchanged_horovod_script(hvdrun):
+    from conftest import BUILD_DIR
+    env = {"PYTHONPATH": str(BUILD_DIR / "python"), "OMP_NUM_THREADS": "1"}
+    r = run([hvdrun, "-np", "2", "--horovod-compat", "/usr/bin/python3", "-c", HOROVOD_SCRIPT],
+            timeout=120, env=env)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    lines = r.stdout.splitlines()
+    for rank in (0, 1):
+        assert any(l.startswith(f"[{rank}]<stdout>:horovod {rank} 2 hvd.") for l in lines), r.stdout
+
+
+def test_without_horovod_compat_no_horovod_is_shadowed(hvdrun):
+    from conftest import BUILD_DIR
+    env = {"PYTHONPATH": str(BUILD_DIR / "python")}
+    r = run([hvdrun, "-np", "1", "/usr/bin/python3", "-c",
+             "import importlib.util as u; s = u.find_spec('horovod'); "
+             "print('origin', s.origin if s else None)"],
+            timeout=60, env=env)
+    assert r.returncode == 0, r.stderr
+    origin = [l for l in r.stdout.splitlines() if l.startswith("[0]<stdout>:origin ")]
+    assert origin, r.stdout
+    assert "compat" not in origin[0], origin  # a real Horovod, if any, stays visible

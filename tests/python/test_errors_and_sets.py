@@ -100,9 +100,16 @@ def test_engine_argument_errors():
 
 
 def test_name_already_in_flight():
-    h = ht.allreduce_async(torch.ones(2), name="twice")
-    with pytest.raises(ht.HorovodInternalError, match="twice"):
-        ht.allreduce_async(torch.ones(2), name="twice")
+    # "twice" stays pending on rank 0 until the other ranks submit it after the
+    # barrier, so the duplicate always meets the first one still in flight.
+    if ht.rank() == 0:
+        h = ht.allreduce_async(torch.ones(2), name="twice")
+        with pytest.raises(ht.HorovodInternalError, match="twice"):
+            ht.allreduce_async(torch.ones(2), name="twice")
+        ht.barrier()
+    else:
+        ht.barrier()
+        h = ht.allreduce_async(torch.ones(2), name="twice")
     ht.synchronize(h, timeout=WAIT_S)
 
 

@@ -45,3 +45,15 @@ TEST_CASE("current_environment reads environ") {
   CHECK(env.at("HVD_LAUNCHER_TEST_VAR") == "a=b");
   unsetenv("HVD_LAUNCHER_TEST_VAR");
 }
+
+TEST_CASE("several workers on a host get one OpenMP thread each unless the user chose") {
+  JobContext job{"job-1", "t", "127.0.0.1:5000", "127.0.0.1", 4};
+  RankSlot shared{0, "a", 0, 2, 0, 1};
+  RankSlot alone{0, "a", 0, 1, 0, 1};
+  CHECK(worker_environment({}, {}, {}, shared, job).at("OMP_NUM_THREADS") == "1");
+  CHECK(worker_environment({}, {}, {}, alone, job).count("OMP_NUM_THREADS") == 0);
+  CHECK(worker_environment({{"OMP_NUM_THREADS", "4"}}, {}, {}, shared, job).at("OMP_NUM_THREADS") ==
+        "4");
+  CHECK(worker_environment({}, {}, {{"OMP_NUM_THREADS", "2"}}, shared, job).at("OMP_NUM_THREADS") ==
+        "2");
+}
