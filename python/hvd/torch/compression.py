@@ -1,19 +1,22 @@
 """Gradient compression for allreduce (Horovod's Compression.none / .fp16)."""
 
+import abc
+
 import torch
 
 
-class Compressor:
+class Compressor(abc.ABC):
     """Compresses a tensor before allreduce and restores it afterwards."""
 
     @staticmethod
+    @abc.abstractmethod
     def compress(tensor):
         """Returns (compressed tensor, context for decompress)."""
-        raise NotImplementedError
 
     @staticmethod
+    @abc.abstractmethod
     def decompress(tensor, ctx):
-        raise NotImplementedError
+        """Restores what compress() produced."""
 
 
 class NoneCompressor(Compressor):

@@ -286,25 +286,34 @@ void allreduce(std::span<T> data, ReduceOp op, const OpOptions& o) {
 
 // Negotiated together, completed together (one fused call where they fit).
 // With a name, member i is called "<name>.<i>".
-template <typename T>
-std::vector<Handle> grouped_allreduce_async(const std::vector<std::span<T>>& tensors,
-                                            ReduceOp op = ReduceOp::kSum, const OpOptions& o = {}) {
+namespace detail {
+// One group of 1-D ops of `type`; E is T (allreduce, in place) or const T.
+template <typename E>
+std::vector<Handle> enqueue_group_of(int type, const std::vector<std::span<E>>& tensors,
+                                     ReduceOp op, const OpOptions& o) {
   std::vector<hvd_op> ops;
-  std::vector<OpOptions> names;
+  std::vector<OpOptions> names;  // owns the member names the ops point into
   std::vector<int64_t> sizes(tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i) names.push_back(detail::member_options(o, i));
+  for (size_t i = 0; i < tensors.size(); ++i) names.push_back(member_options(o, i));
   for (size_t i = 0; i < tensors.size(); ++i) {
-    hvd_op d = detail::make_op(HVD_OPTYPE_ALLREDUCE, names[i]);
+    hvd_op d = make_op(type, names[i]);
     sizes[i] = static_cast<int64_t>(tensors[i].size());
     d.input = tensors[i].data();
-    d.output = tensors[i].data();
+    if constexpr (!std::is_const_v<E>) d.output = tensors[i].data();
     d.shape = &sizes[i];
     d.ndim = 1;
-    d.dtype = data_type_of<T>();
+    d.dtype = data_type_of<std::remove_const_t<E>>();
     d.reduce_op = static_cast<int>(op);
     ops.push_back(d);
   }
-  return detail::enqueue_group(ops);
+  return enqueue_group(ops);
+}
+}  // namespace detail
+
+template <typename T>
+std::vector<Handle> grouped_allreduce_async(const std::vector<std::span<T>>& tensors,
+                                            ReduceOp op = ReduceOp::kSum, const OpOptions& o = {}) {
+  return detail::enqueue_group_of<T>(HVD_OPTYPE_ALLREDUCE, tensors, op, o);
 }
 
 template <typename T>
@@ -369,20 +378,7 @@ std::vector<T> allgather(std::span<const T> in, const OpOptions& o) {
 template <typename T>
 std::vector<Handle> grouped_allgather_async(const std::vector<std::span<const T>>& tensors,
                                             const OpOptions& o = {}) {
-  std::vector<hvd_op> ops;
-  std::vector<OpOptions> names;
-  std::vector<int64_t> sizes(tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i) names.push_back(detail::member_options(o, i));
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    hvd_op d = detail::make_op(HVD_OPTYPE_ALLGATHER, names[i]);
-    sizes[i] = static_cast<int64_t>(tensors[i].size());
-    d.input = tensors[i].data();
-    d.shape = &sizes[i];
-    d.ndim = 1;
-    d.dtype = data_type_of<T>();
-    ops.push_back(d);
-  }
-  return detail::enqueue_group(ops);
+  return detail::enqueue_group_of<const T>(HVD_OPTYPE_ALLGATHER, tensors, ReduceOp::kSum, o);
 }
 
 // ---- Alltoall ----------------------------------------------------------------
@@ -438,21 +434,7 @@ template <typename T>
 std::vector<Handle> grouped_reducescatter_async(const std::vector<std::span<const T>>& tensors,
                                                 ReduceOp op = ReduceOp::kSum,
                                                 const OpOptions& o = {}) {
-  std::vector<hvd_op> ops;
-  std::vector<OpOptions> names;
-  std::vector<int64_t> sizes(tensors.size());
-  for (size_t i = 0; i < tensors.size(); ++i) names.push_back(detail::member_options(o, i));
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    hvd_op d = detail::make_op(HVD_OPTYPE_REDUCESCATTER, names[i]);
-    sizes[i] = static_cast<int64_t>(tensors[i].size());
-    d.input = tensors[i].data();
-    d.shape = &sizes[i];
-    d.ndim = 1;
-    d.dtype = data_type_of<T>();
-    d.reduce_op = static_cast<int>(op);
-    ops.push_back(d);
-  }
-  return detail::enqueue_group(ops);
+  return detail::enqueue_group_of<const T>(HVD_OPTYPE_REDUCESCATTER, tensors, op, o);
 }
 
 // ---- Barrier, join, timeline ---------------------------------------------------
