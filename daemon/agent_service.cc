@@ -6,14 +6,15 @@
 #include <csignal>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 #include <vector>
 
+#include "daemon/agent_requests.h"
 #include "daemon/host_info.h"
 #include "daemon/job_events.h"
+#include "daemon/orphan_timer.h"
 #include "daemon/supervisor.h"
-#include "proto/rpc_auth.h"
+#include "proto/agent_auth.h"
 #include "proto/rpc_status.h"
 
 #ifndef HVD_VERSION
@@ -30,7 +31,7 @@ constexpr milliseconds kDefaultGrace{5'000};
 constexpr milliseconds kMaxGrace{3'600'000};
 constexpr milliseconds kLaunchFailGrace{1'000};  // for workers started before a failed spawn
 constexpr milliseconds kDestructorGrace{2'000};
-constexpr size_t kMaxJobIdBytes = 256;
+constexpr milliseconds kOrphanGrace{5'000};  // SIGTERM -> SIGKILL for the workers of an orphan
 
 // One launched job: its event queue and, until the job is over and its events
 // are delivered, its supervisor.
@@ -57,41 +58,6 @@ struct Job {
   std::shared_ptr<Supervisor> supervisor;
 };
 
-// An agent without a secret would be a remote shell for anyone who can reach
-// it: it refuses every call instead.
-grpc::Status authorize(const grpc::ServerContext& ctx, const std::string& secret,
-                       const char* method) {
-  if (secret.empty()) {
-    spdlog::error("refused {} from {}: the agent has no secret configured", method, ctx.peer());
-    return {grpc::StatusCode::UNAUTHENTICATED,
-            std::string(method) + " refused: the agent has no secret configured"};
-  }
-  return proto::check_token(ctx, secret, method);
-}
-
-grpc::Status invalid(std::string message) {
-  return {grpc::StatusCode::INVALID_ARGUMENT, std::move(message)};
-}
-
-grpc::Status check_launch(const hvd::v1::LaunchRequest& req) {
-  if (req.job_id().empty()) return invalid("empty job id");
-  if (req.job_id().size() > kMaxJobIdBytes) {
-    return invalid("job id longer than " + std::to_string(kMaxJobIdBytes) + " bytes");
-  }
-  if (req.workers().empty()) return invalid("job '" + req.job_id() + "' has no workers");
-  std::set<int> ranks;
-  for (const auto& worker : req.workers()) {
-    if (!ranks.insert(worker.rank()).second) {
-      return invalid("rank " + std::to_string(worker.rank()) + " appears twice in job '" +
-                     req.job_id() + "'");
-    }
-    if (worker.argv().empty()) {
-      return invalid("rank " + std::to_string(worker.rank()) + " has an empty command line");
-    }
-  }
-  return grpc::Status::OK;
-}
-
 ProcessSpec to_spec(const hvd::v1::WorkerSpec& worker) {
   ProcessSpec spec;
   spec.rank = worker.rank();
@@ -101,10 +67,41 @@ ProcessSpec to_spec(const hvd::v1::WorkerSpec& worker) {
   return spec;
 }
 
+// Logs each worker's exit; runs on the job's supervisor thread.
+void log_event(const std::string& job_id, const ProcessEvent& event) {
+  if (event.kind != ProcessEvent::Kind::kExit) return;
+  if (event.signal != 0) {
+    spdlog::info("job={} rank={} pid={} exited signal={}", job_id, event.rank, event.pid,
+                 event.signal);
+  } else {
+    spdlog::info("job={} rank={} pid={} exited code={}", job_id, event.rank, event.pid,
+                 event.exit_code);
+  }
+}
+
+// Seconds to a tenth, for messages: "30", "0.3".
+double seconds(milliseconds ms) { return static_cast<double>((ms.count() + 50) / 100) / 10.0; }
+
+grpc::Status unknown_job(const std::string& job_id) {
+  return {grpc::StatusCode::NOT_FOUND, "unknown job '" + job_id + "'"};
+}
+
 }  // namespace
 
 struct AgentService::State {
-  explicit State(AgentOptions o) : options(std::move(o)) {}
+  explicit State(AgentOptions o)
+      : options(std::move(o)),
+        credentials(options.secret),
+        orphans(options.orphan_grace,
+                [this](const std::string& job_id, milliseconds unwatched) {
+                  orphaned(job_id, unwatched);
+                }) {}
+
+  // An agent without a secret would be a remote shell for anyone who can
+  // reach it: the checker refuses every call then.
+  grpc::Status authorize(const grpc::ServerContext& ctx, const char* method) {
+    return credentials.check(ctx, method);
+  }
 
   std::shared_ptr<Job> find(const std::string& job_id) {
     std::lock_guard lock(mu);
@@ -112,19 +109,34 @@ struct AgentService::State {
     return it == jobs.end() ? nullptr : it->second;
   }
 
+  // On the orphan timer's thread: nobody has watched the job for the grace.
+  // Its events are dropped first, so that a Watch from now on ends at once.
+  void orphaned(const std::string& job_id, milliseconds unwatched) {
+    auto job = find(job_id);
+    if (!job) return;
+    const std::string gone_for = fmt::format("{:g}", seconds(unwatched));
+    job->events->discard({grpc::StatusCode::ABORTED, "job '" + job_id +
+                                                         "' was terminated: no launcher "
+                                                         "watched it for " + gone_for + " s"});
+    auto supervisor = job->get_supervisor();
+    if (supervisor && supervisor->running() > 0) {
+      spdlog::warn("job={} launcher gone for {} s: terminating its workers", job_id, gone_for);
+      const int killed = supervisor->terminate_all(kOrphanGrace);
+      if (killed > 0) spdlog::info("job={} {} process group(s) needed SIGKILL", job_id, killed);
+    } else if (supervisor) {
+      spdlog::info("job={} launcher gone for {} s: dropping its undelivered output", job_id,
+                   gone_for);
+    }
+    job->release_supervisor();
+  }
+
   const AgentOptions options;
+  proto::AgentProofChecker credentials;
   std::mutex mu;
   std::map<std::string, std::shared_ptr<Job>> jobs;
   bool shut_down = false;
+  OrphanTimer orphans;  // last: its thread stops before the rest is destroyed
 };
-
-namespace {
-
-grpc::Status unknown_job(const std::string& job_id) {
-  return {grpc::StatusCode::NOT_FOUND, "unknown job '" + job_id + "'"};
-}
-
-}  // namespace
 
 AgentService::AgentService(AgentOptions options)
     : state_(std::make_unique<State>(std::move(options))) {}
@@ -139,39 +151,53 @@ AgentService::~AgentService() {
 }
 
 void AgentService::shutdown(std::chrono::milliseconds grace) {
-  std::vector<std::shared_ptr<Job>> jobs;
   {
     std::lock_guard lock(state_->mu);
     state_->shut_down = true;
-    for (auto& [id, job] : state_->jobs) jobs.push_back(job);
+  }
+  // No orphan termination runs beside the shutdown's.
+  state_->orphans.stop();
+  std::vector<std::pair<std::string, std::shared_ptr<Job>>> jobs;
+  {
+    std::lock_guard lock(state_->mu);
+    for (auto& [id, job] : state_->jobs) jobs.emplace_back(id, job);
   }
   // Jobs are terminated side by side, so that shutdown takes one grace period.
   std::vector<std::thread> terminators;
-  for (auto& job : jobs) {
+  for (auto& [id, job] : jobs) {
     if (auto supervisor = job->get_supervisor()) {
-      terminators.emplace_back([supervisor, grace] {
+      terminators.emplace_back([id = id, supervisor, grace] {
+        if (supervisor->running() > 0) {
+          spdlog::info("job={} terminating its workers: the agent is shutting down", id);
+        }
         const int killed = supervisor->terminate_all(grace);
-        if (killed > 0) spdlog::info("agent shutdown: {} process group(s) needed SIGKILL", killed);
+        if (killed > 0) spdlog::info("job={} {} process group(s) needed SIGKILL", id, killed);
       });
     }
   }
   for (auto& t : terminators) t.join();
-  for (auto& job : jobs) {
+  for (auto& [id, job] : jobs) {
     job->events->close({grpc::StatusCode::CANCELLED, "the agent is shutting down"});
   }
 }
 
 grpc::Status AgentService::Launch(grpc::ServerContext* ctx, const hvd::v1::LaunchRequest* req,
                                   hvd::v1::LaunchReply* reply) {
-  auto auth = authorize(*ctx, state_->options.secret, "Agent.Launch");
+  auto auth = state_->authorize(*ctx, "Agent.Launch");
   if (!auth.ok()) return auth;
   auto valid = check_launch(*req);
-  if (!valid.ok()) return valid;
+  if (!valid.ok()) {
+    spdlog::info("refused Agent.Launch from peer={}: {}", ctx->peer(), valid.error_message());
+    return valid;
+  }
 
   const std::string& job_id = req->job_id();
   auto job = std::make_shared<Job>(req->workers_size());
-  job->supervisor = std::make_shared<Supervisor>(
-      [events = job->events](const ProcessEvent& event) { events->push(event); });
+  job->supervisor =
+      std::make_shared<Supervisor>([events = job->events, job_id](const ProcessEvent& event) {
+        log_event(job_id, event);
+        events->push(event);
+      });
   {
     std::lock_guard lock(state_->mu);
     if (state_->shut_down) {
@@ -180,13 +206,16 @@ grpc::Status AgentService::Launch(grpc::ServerContext* ctx, const hvd::v1::Launc
     if (!state_->jobs.emplace(job_id, job).second) {
       return {grpc::StatusCode::ALREADY_EXISTS, "job '" + job_id + "' was already launched"};
     }
+    // Held by this Launch until it returns; a Watch may hold it already by then.
+    state_->orphans.track(job_id);
   }
+  spdlog::info("job={} peer={} launching {} worker(s)", job_id, ctx->peer(), req->workers_size());
 
   const std::shared_ptr<Supervisor> supervisor = job->supervisor;
   for (const auto& worker : req->workers()) {
     auto pid = supervisor->spawn(to_spec(worker));
     if (!pid.is_ok()) {
-      spdlog::info("job {}: cannot start rank {}: {}", job_id, worker.rank(),
+      spdlog::info("job={} rank={} cannot start: {}", job_id, worker.rank(),
                    pid.status().message());
       supervisor->terminate_all(kLaunchFailGrace);
       job->events->close({grpc::StatusCode::ABORTED, "the launch of job '" + job_id + "' failed"});
@@ -194,10 +223,13 @@ grpc::Status AgentService::Launch(grpc::ServerContext* ctx, const hvd::v1::Launc
         std::lock_guard lock(state_->mu);
         auto it = state_->jobs.find(job_id);
         if (it != state_->jobs.end() && it->second == job) state_->jobs.erase(it);
+        state_->orphans.forget(job_id);
       }
       reply->clear_started();
       return proto::to_grpc(pid.status());
     }
+    spdlog::info("job={} rank={} pid={} started {}", job_id, worker.rank(), pid.value(),
+                 worker.argv(0));
     auto* started = reply->add_started();
     started->set_rank(worker.rank());
     started->set_pid(pid.value());
@@ -211,37 +243,51 @@ grpc::Status AgentService::Launch(grpc::ServerContext* ctx, const hvd::v1::Launc
     supervisor->terminate_all(kLaunchFailGrace);
     return {grpc::StatusCode::UNAVAILABLE, "the agent is shutting down"};
   }
-  spdlog::info("job {}: started {} worker(s)", job_id, req->workers_size());
+  // From now on only a Watch keeps the job from becoming an orphan.
+  state_->orphans.release(job_id);
   return grpc::Status::OK;
 }
 
 grpc::Status AgentService::Watch(grpc::ServerContext* ctx, const hvd::v1::WatchRequest* req,
                                  grpc::ServerWriter<hvd::v1::WatchEvent>* writer) {
-  auto auth = authorize(*ctx, state_->options.secret, "Agent.Watch");
+  auto auth = state_->authorize(*ctx, "Agent.Watch");
   if (!auth.ok()) return auth;
-  auto job = state_->find(req->job_id());
-  if (!job) return unknown_job(req->job_id());
+  if (auto s = check_job_id(req->job_id()); !s.ok()) return s;
+  const std::string& job_id = req->job_id();
+  auto job = state_->find(job_id);
+  if (!job) return unknown_job(job_id);
+  spdlog::debug("job={} peer={} watching", job_id, ctx->peer());
+  state_->orphans.hold(job_id);
   grpc::Status status = job->events->watch(
       [writer](const hvd::v1::WatchEvent& event) { return writer->Write(event); },
       [ctx] { return ctx->IsCancelled(); });
   if (status.ok()) {
-    spdlog::debug("job {}: every worker exited and every event was delivered", req->job_id());
+    spdlog::debug("job={} every worker exited and every event was delivered", job_id);
+    state_->orphans.forget(job_id);
     job->release_supervisor();
+  } else {
+    if (status.error_code() != grpc::StatusCode::FAILED_PRECONDITION) {
+      spdlog::info("job={} peer={} watch ended: {}", job_id, ctx->peer(), status.error_message());
+    }
+    state_->orphans.release(job_id);
   }
   return status;
 }
 
 grpc::Status AgentService::Signal(grpc::ServerContext* ctx, const hvd::v1::SignalRequest* req,
                                   hvd::v1::SignalReply* /*reply*/) {
-  auto auth = authorize(*ctx, state_->options.secret, "Agent.Signal");
+  auto auth = state_->authorize(*ctx, "Agent.Signal");
   if (!auth.ok()) return auth;
+  if (auto s = check_job_id(req->job_id()); !s.ok()) return s;
   if (req->signal() <= 0 || req->signal() >= NSIG) {
-    return invalid("invalid signal number " + std::to_string(req->signal()));
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            "invalid signal number " + std::to_string(req->signal())};
   }
   auto job = state_->find(req->job_id());
   if (!job) return unknown_job(req->job_id());
   if (auto supervisor = job->get_supervisor()) {
-    spdlog::info("job {}: sending signal {} to its workers", req->job_id(), req->signal());
+    spdlog::info("job={} peer={} sending signal={} to its workers", req->job_id(), ctx->peer(),
+                 req->signal());
     supervisor->signal_all(req->signal());
   }
   return grpc::Status::OK;
@@ -250,8 +296,9 @@ grpc::Status AgentService::Signal(grpc::ServerContext* ctx, const hvd::v1::Signa
 grpc::Status AgentService::Terminate(grpc::ServerContext* ctx,
                                      const hvd::v1::TerminateRequest* req,
                                      hvd::v1::TerminateReply* reply) {
-  auto auth = authorize(*ctx, state_->options.secret, "Agent.Terminate");
+  auto auth = state_->authorize(*ctx, "Agent.Terminate");
   if (!auth.ok()) return auth;
+  if (auto s = check_job_id(req->job_id()); !s.ok()) return s;
   auto job = state_->find(req->job_id());
   if (!job) return unknown_job(req->job_id());
   const milliseconds grace =
@@ -259,7 +306,8 @@ grpc::Status AgentService::Terminate(grpc::ServerContext* ctx,
                            : milliseconds(std::min<int64_t>(req->grace_ms(), kMaxGrace.count()));
   int killed = 0;
   if (auto supervisor = job->get_supervisor()) {
-    spdlog::info("job {}: terminating its workers (grace {} ms)", req->job_id(), grace.count());
+    spdlog::info("job={} peer={} terminating its workers (grace {} ms)", req->job_id(),
+                 ctx->peer(), grace.count());
     killed = supervisor->terminate_all(grace);
   }
   reply->set_killed(killed);
@@ -268,7 +316,7 @@ grpc::Status AgentService::Terminate(grpc::ServerContext* ctx,
 
 grpc::Status AgentService::Info(grpc::ServerContext* ctx, const hvd::v1::InfoRequest* /*req*/,
                                 hvd::v1::InfoReply* reply) {
-  auto auth = authorize(*ctx, state_->options.secret, "Agent.Info");
+  auto auth = state_->authorize(*ctx, "Agent.Info");
   if (!auth.ok()) return auth;
   reply->set_hostname(host_name());
   reply->set_slots(state_->options.slots);

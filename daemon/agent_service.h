@@ -16,7 +16,13 @@
 //   Once a Watch ended OK, processes still left in the job's process groups
 //   (children of workers) are killed and the job's resources released; the
 //   job stays known (Signal/Terminate are then no-ops, killed = 0).
-// - Signal/Terminate/Watch of an unknown job: NOT_FOUND.
+// - Signal/Terminate/Watch of an unknown job: NOT_FOUND; a malformed job id
+//   (empty, longer than 256 bytes, not printable ASCII): INVALID_ARGUMENT.
+// - Orphans (AgentOptions::orphan_grace > 0): a job that no Watch has been
+//   reading for orphan_grace (none opened since Launch, or the last one ended
+//   without the job being over) has lost its launcher: its workers are
+//   terminated (SIGTERM, grace, SIGKILL), its undelivered events dropped, and
+//   a later Watch ends ABORTED. A Watch opened within the grace keeps it.
 #pragma once
 
 #include <chrono>
@@ -28,8 +34,11 @@
 namespace hvd::daemon {
 
 struct AgentOptions {
-  std::string secret;   // bearer token every call must carry; empty refuses every call
-  int slots = 0;        // reported by Info
+  std::string secret;  // shared secret every call must prove (agent_auth.h); empty refuses all
+  int slots = 0;       // reported by Info
+  // How long a job may go without a Watch before its workers are terminated;
+  // 0: never (hvd-agent's default is 30 s).
+  std::chrono::milliseconds orphan_grace{0};
 };
 
 class AgentService final : public hvd::v1::Agent::Service {

@@ -6,8 +6,6 @@ namespace hvd::daemon {
 
 namespace {
 
-constexpr int kMaxReceiveBytes = 64 * 1024 * 1024;
-
 // IPv6 literals need brackets in a "host:port" target.
 std::string host_port(const std::string& host, int port) {
   if (host.find(':') != std::string::npos && host.front() != '[') {
@@ -19,16 +17,26 @@ std::string host_port(const std::string& host, int port) {
 }  // namespace
 
 common::Result<std::unique_ptr<GrpcServer>> GrpcServer::start(
-    const std::string& host, int port, const std::vector<grpc::Service*>& services) {
+    const std::string& host, int port, const std::vector<grpc::Service*>& services,
+    const ServerOptions& options) {
   const std::string requested = host_port(host, port);
   if (host.empty() || port < 0 || port > 65535) {
     return common::unavailable("cannot listen on " + requested + ": invalid address");
   }
   grpc::ServerBuilder builder;
   int selected_port = 0;
-  // TLS credentials come with the agent configuration; see DESIGN.md.
-  builder.AddListeningPort(requested, grpc::InsecureServerCredentials(), &selected_port);
-  builder.SetMaxReceiveMessageSize(kMaxReceiveBytes);
+  builder.AddListeningPort(
+      requested, options.credentials ? options.credentials : grpc::InsecureServerCredentials(),
+      &selected_port);
+  builder.SetMaxReceiveMessageSize(options.max_receive_bytes);
+  if (options.keepalive_ms > 0) {
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, options.keepalive_ms);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, options.keepalive_timeout_ms);
+    builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+    // Clients (hvdrun) ping as well; do not punish them for it.
+    builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 1'000);
+  }
   // A port another server holds must fail here, not be shared silently.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   for (grpc::Service* service : services) builder.RegisterService(service);

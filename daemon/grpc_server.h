@@ -13,12 +13,26 @@
 
 namespace hvd::daemon {
 
+struct ServerOptions {
+  // nullptr: plaintext (grpc::InsecureServerCredentials()).
+  std::shared_ptr<grpc::ServerCredentials> credentials;
+  // Requests larger than this are refused (RESOURCE_EXHAUSTED) before any
+  // handler sees them.
+  int max_receive_bytes = 64 * 1024 * 1024;
+  // Probe idle client connections (HTTP/2 pings) so that a peer that vanished
+  // without closing its connection (host down, cable pulled) ends its
+  // streams within about keepalive_ms + keepalive_timeout_ms. 0 disables.
+  int keepalive_ms = 10'000;
+  int keepalive_timeout_ms = 5'000;
+};
+
 class GrpcServer {
  public:
   // `host` is an address to bind ("127.0.0.1", "0.0.0.0"); kUnavailable
   // naming the address when it cannot be bound. Services must outlive the server.
   static common::Result<std::unique_ptr<GrpcServer>> start(
-      const std::string& host, int port, const std::vector<grpc::Service*>& services);
+      const std::string& host, int port, const std::vector<grpc::Service*>& services,
+      const ServerOptions& options = {});
 
   ~GrpcServer();
 

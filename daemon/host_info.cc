@@ -33,6 +33,13 @@ int count_gpus(const std::string& dev_dir) {
   return gpus;
 }
 
+int default_slots(const std::string& dev_dir) {
+  const int gpus = count_gpus(dev_dir);
+  if (gpus > 0) return gpus;
+  const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > 0 ? static_cast<int>(cpus) : 1;
+}
+
 std::vector<InterfaceAddresses> network_interfaces() {
   std::vector<InterfaceAddresses> out;
   ifaddrs* list = nullptr;

@@ -26,6 +26,7 @@ void JobEvents::push(const ProcessEvent& event) {
   }
   {
     std::lock_guard lock(mu_);
+    if (discarded_) return;
     if (out.has_output() && queued_bytes_ + bytes > kMaxQueuedBytes) {
       if (dropped_lines_++ == 0) {
         spdlog::warn("agent: more than {} MiB of output queued; dropping lines until the "
@@ -62,6 +63,17 @@ void JobEvents::close(const grpc::Status& why) {
   changed_.notify_all();
 }
 
+void JobEvents::discard(const grpc::Status& why) {
+  {
+    std::lock_guard lock(mu_);
+    discarded_ = true;
+    queue_.clear();
+    queued_bytes_ = 0;
+    closed_ = why;
+  }
+  changed_.notify_all();
+}
+
 grpc::Status JobEvents::watch(const std::function<bool(const hvd::v1::WatchEvent&)>& write,
                               const std::function<bool()>& cancelled) {
   std::unique_lock lock(mu_);
@@ -71,6 +83,7 @@ grpc::Status JobEvents::watch(const std::function<bool(const hvd::v1::WatchEvent
   watched_ = true;
   auto stream = [&]() -> grpc::Status {
     for (;;) {
+      if (discarded_) return *closed_;
       while (!queue_.empty()) {
         // Written without the lock; taken off the queue only once written.
         hvd::v1::WatchEvent event = queue_.front().first;
@@ -78,6 +91,7 @@ grpc::Status JobEvents::watch(const std::function<bool(const hvd::v1::WatchEvent
         const bool written = write(event);
         lock.lock();
         if (!written) return {grpc::StatusCode::CANCELLED, "the watcher went away"};
+        if (discarded_) return *closed_;  // the queue was cleared meanwhile
         queued_bytes_ -= queue_.front().second;
         queue_.pop_front();
       }

@@ -33,6 +33,11 @@ class JobEvents {
   // Ends the job's stream: watchers write what is queued, then return `why`.
   void close(const grpc::Status& why);
 
+  // Ends the job's stream at once: queued events and every later one are
+  // dropped, and watchers (current and later) return `why`. For a job whose
+  // launcher is gone (nobody will read them).
+  void discard(const grpc::Status& why);
+
   // Writes events with `write` until every worker has exited and everything
   // is written (OK), the job is closed (its status), `write` fails or
   // `cancelled` returns true (CANCELLED; polled every 100 ms).
@@ -51,6 +56,7 @@ class JobEvents {
   int64_t dropped_lines_ = 0;
   int exited_ = 0;
   bool watched_ = false;
+  bool discarded_ = false;
   std::optional<grpc::Status> closed_;
 };
 

@@ -8,8 +8,8 @@ packages=(
   build-essential cmake pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libgloo-dev libspdlog-dev libfmt-dev libcli11-dev catch2 libyaml-cpp-dev
-  iproute2 procps
-  python3 python3-numpy python3-pytest python3-torch python3-torchvision
+  libssl-dev openssl util-linux iproute2 procps
+  python3 python3-numpy python3-pytest python3-torch python3-torchvision python3-yaml
 )
 
 missing=()

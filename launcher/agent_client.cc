@@ -1,33 +1,52 @@
 #include "launcher/agent_client.h"
 
 #include "common/logging.h"
-#include "proto/rpc_auth.h"
+#include "proto/agent_auth.h"
 #include "proto/rpc_status.h"
 
 namespace hvd::launcher {
 
 namespace {
 
-void prepare(grpc::ClientContext& context, const std::string& secret,
+void prepare(grpc::ClientContext& context, const std::string& secret, const char* method,
              std::chrono::milliseconds timeout) {
-  proto::attach_token(context, secret);
+  proto::attach_agent_proof(context, secret, method);
   context.set_deadline(std::chrono::system_clock::now() + timeout);
+}
+
+// The Watch stream of an agent whose host vanishes (power loss, cable
+// pulled) would otherwise wait forever: HTTP/2 pings notice it within about
+// 15 s. hvd's agents permit pings this often (daemon/grpc_server.h).
+std::shared_ptr<grpc::Channel> make_channel(
+    const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // Launch requests carry every worker's environment.
+  args.SetMaxSendMessageSize(64 * 1024 * 1024);
+  args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
+  return grpc::CreateCustomChannel(address, credentials, args);
 }
 
 }  // namespace
 
 AgentClient::AgentClient(std::string address, std::string secret)
+    : AgentClient(std::move(address), std::move(secret), grpc::InsecureChannelCredentials()) {}
+
+AgentClient::AgentClient(std::string address, std::string secret,
+                         std::shared_ptr<grpc::ChannelCredentials> credentials)
     : address_(std::move(address)),
       secret_(std::move(secret)),
-      stub_(hvd::v1::Agent::NewStub(
-          grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()))) {}
+      stub_(hvd::v1::Agent::NewStub(make_channel(address_, credentials))) {}
 
 AgentClient::~AgentClient() { stop_watch(); }
 
 common::Status AgentClient::launch(const hvd::v1::LaunchRequest& request,
                                    std::chrono::milliseconds timeout) {
   grpc::ClientContext context;
-  prepare(context, secret_, timeout);
+  prepare(context, secret_, "Agent.Launch", timeout);
   hvd::v1::LaunchReply reply;
   grpc::Status status = stub_->Launch(&context, request, &reply);
   if (!status.ok()) {
@@ -44,7 +63,7 @@ common::Result<int> AgentClient::terminate(const std::string& job_id,
                                            std::chrono::milliseconds grace,
                                            std::chrono::milliseconds timeout) {
   grpc::ClientContext context;
-  prepare(context, secret_, timeout);
+  prepare(context, secret_, "Agent.Terminate", timeout);
   hvd::v1::TerminateRequest request;
   request.set_job_id(job_id);
   request.set_grace_ms(grace.count());
@@ -57,7 +76,7 @@ common::Result<int> AgentClient::terminate(const std::string& job_id,
 common::Status AgentClient::signal(const std::string& job_id, int signo,
                                    std::chrono::milliseconds timeout) {
   grpc::ClientContext context;
-  prepare(context, secret_, timeout);
+  prepare(context, secret_, "Agent.Signal", timeout);
   hvd::v1::SignalRequest request;
   request.set_job_id(job_id);
   request.set_signal(signo);
@@ -65,19 +84,24 @@ common::Status AgentClient::signal(const std::string& job_id, int signo,
   return proto::from_grpc(stub_->Signal(&context, request, &reply), "agent Signal at " + address_);
 }
 
-common::Result<hvd::v1::InfoReply> AgentClient::info(std::chrono::milliseconds timeout) {
+common::Result<hvd::v1::InfoReply> AgentClient::info(std::chrono::milliseconds timeout,
+                                                      bool wait_for_ready) {
   grpc::ClientContext context;
-  prepare(context, secret_, timeout);
+  prepare(context, secret_, "Agent.Info", timeout);
+  context.set_wait_for_ready(wait_for_ready);
   hvd::v1::InfoReply reply;
   grpc::Status status = stub_->Info(&context, hvd::v1::InfoRequest{}, &reply);
-  if (!status.ok()) return proto::from_grpc(status, "agent Info at " + address_);
+  if (!status.ok()) {
+    return common::Status(proto::from_grpc(status, "Info").code(), status.error_message());
+  }
   return reply;
 }
 
-void AgentClient::start_watch(const std::string& job_id, EventQueue& queue) {
+void AgentClient::start_watch(const std::string& job_id, EventQueue& queue, int agent) {
   std::lock_guard<std::mutex> lock(mu_);
-  proto::attach_token(watch_context_, secret_);
-  watch_thread_ = std::thread([this, job_id, q = &queue] { read_watch(job_id, q); });
+  proto::attach_agent_proof(watch_context_, secret_, "Agent.Watch");
+  watch_thread_ =
+      std::thread([this, job_id, q = &queue, agent] { read_watch(job_id, q, agent); });
 }
 
 void AgentClient::stop_watch() {
@@ -87,7 +111,7 @@ void AgentClient::stop_watch() {
   watch_thread_.join();
 }
 
-void AgentClient::read_watch(std::string job_id, EventQueue* queue) {
+void AgentClient::read_watch(std::string job_id, EventQueue* queue, int agent) {
   common::Status end;
   try {
     hvd::v1::WatchRequest request;
@@ -107,7 +131,7 @@ void AgentClient::read_watch(std::string job_id, EventQueue* queue) {
   } catch (const std::exception& e) {
     end = common::internal_error(std::string("agent Watch reader failed: ") + e.what());
   }
-  queue->push(WatchEnded{end});
+  queue->push(WatchEnded{end, agent});
 }
 
 }  // namespace hvd::launcher

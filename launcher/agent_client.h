@@ -1,8 +1,12 @@
-// Client of one Agent service (the agent embedded in hvdrun today; remote
-// hvd-agent daemons later: the same calls). Every call carries the agent's
-// secret and a deadline. The Watch stream is read on a thread of its own that
-// turns its messages into JobEvents on the driver's queue.
+// Client of one Agent service: the agent embedded in hvdrun or a remote
+// hvd-agent daemon (the same calls). Every call carries an HMAC proof of the
+// agent's secret (proto/agent_auth.h) and a deadline. The Watch stream is read
+// on a thread of its own that turns its messages into JobEvents on the
+// driver's queue. Constructing a client never connects: the channel connects
+// on the first call.
 #pragma once
+
+#include <grpcpp/grpcpp.h>
 
 #include <chrono>
 #include <memory>
@@ -18,8 +22,12 @@ namespace hvd::launcher {
 
 class AgentClient {
  public:
-  // `address` is host:port; `secret` the agent's bearer token (never logged).
+  // `address` is host:port; `secret` the agent's shared secret (never logged
+  // or sent). Plaintext channel (the embedded agent on 127.0.0.1).
   AgentClient(std::string address, std::string secret);
+  // The same over `credentials` (proto::channel_credentials: TLS or plaintext).
+  AgentClient(std::string address, std::string secret,
+              std::shared_ptr<grpc::ChannelCredentials> credentials);
   // Stops the Watch reader.
   ~AgentClient();
   AgentClient(const AgentClient&) = delete;
@@ -38,17 +46,21 @@ class AgentClient {
 
   common::Status signal(const std::string& job_id, int signo, std::chrono::milliseconds timeout);
 
-  common::Result<hvd::v1::InfoReply> info(std::chrono::milliseconds timeout);
+  // With `wait_for_ready` the call waits (up to `timeout`) for an agent that
+  // cannot be reached yet instead of failing at once. Errors carry gRPC's
+  // own message (kUnauthenticated: the agent refused the credentials).
+  common::Result<hvd::v1::InfoReply> info(std::chrono::milliseconds timeout,
+                                          bool wait_for_ready = false);
 
   // Reads the job's Watch stream on a new thread: WorkerOutput and
-  // WorkerExited events, then exactly one WatchEnded. Call once.
-  void start_watch(const std::string& job_id, EventQueue& queue);
+  // WorkerExited events, then exactly one WatchEnded{status, agent}. Call once.
+  void start_watch(const std::string& job_id, EventQueue& queue, int agent = 0);
 
   // Cancels the Watch stream (if still open) and joins its reader.
   void stop_watch();
 
  private:
-  void read_watch(std::string job_id, EventQueue* queue);
+  void read_watch(std::string job_id, EventQueue* queue, int agent);
 
   std::string address_;
   std::string secret_;

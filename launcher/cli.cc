@@ -1,10 +1,9 @@
 #include "launcher/cli.h"
 
-#include "launcher/horovod_shim.h"
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <map>
 #include <sstream>
 
@@ -67,6 +66,32 @@ bool valid_env_name(std::string_view name) {
   });
 }
 
+// --agent-port: a TCP port, 1..65535.
+bool parse_port(const std::string& text, int& port) {
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, port);
+  return ec == std::errc() && ptr == end && port >= 1 && port <= 65535;
+}
+
+// --network-interface eth0,ib0 -> {"eth0", "ib0"}; blanks around names ignored.
+common::Result<std::vector<std::string>> parse_interfaces(const std::string& text) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    std::string name = text.substr(start, comma == std::string::npos ? comma : comma - start);
+    name.erase(0, name.find_first_not_of(" \t"));
+    name.erase(name.find_last_not_of(" \t") + 1);
+    if (name.empty() || name.find_first_of(" \t/") != std::string::npos) {
+      return common::invalid_argument("--network-interface '" + text + "': '" + name +
+                                      "' is not an interface name");
+    }
+    names.push_back(std::move(name));
+    if (comma == std::string::npos) return names;
+    start = comma + 1;
+  }
+}
+
 // Splits the arguments into hvdrun's options and the command: the command
 // starts at the first argument that is neither an option nor an option's
 // value (or right after "--"). This is what CLI11's prefix_command does, but
@@ -115,7 +140,8 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
   app.footer(
       "Everything from COMMAND on is passed to the workers unparsed (or put it after "
       "\"--\").\nExit code: 0 when every worker succeeds, else the first failing "
-      "worker's; 2 usage error, 124 rendezvous timeout, 126/127 command not executable/"
+      "worker's; 1 hvdrun failed (an agent unreachable, refusing or lost), 2 usage error, "
+      "124 rendezvous timeout, 126/127 command not executable/"
       "not found, 128+N signal N.");
   app.set_version_flag("--version", std::string("hvdrun (hvd) ") + HVD_VERSION);
 
@@ -148,6 +174,29 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
       ->type_name("NAME[=VALUE]");
   app.add_option("--config-file", config_file, "YAML file of tunables (see config/hvd.yaml)")
       ->type_name("FILE");
+
+  // Remote hosts: their hvd-agent (docs/multihost.md).
+  std::string agent_port;
+  std::string secret_file;
+  std::string network_interfaces;
+  proto::TlsFiles tls;
+  auto* agent_port_opt =
+      app.add_option("--agent-port", agent_port,
+                     "Port of the hvd-agent on every remote host (default 29470)")
+          ->type_name("N");
+  auto* secret_opt = app.add_option("--secret-file", secret_file,
+                                    "File (mode 0600) of the secret the remote hvd-agents share "
+                                    "[env HVD_SECRET_FILE]")
+                         ->type_name("FILE");
+  app.add_option("--tls-cert", tls.cert, "PEM certificate hvdrun presents to the agents (TLS)")
+      ->type_name("FILE");
+  app.add_option("--tls-key", tls.key, "PEM private key of --tls-cert")->type_name("FILE");
+  app.add_option("--tls-ca", tls.ca, "PEM CA bundle the agents' certificates must chain to")
+      ->type_name("FILE");
+  auto* interfaces_opt =
+      app.add_option("--network-interface", network_interfaces,
+                     "Interfaces the workers bind to, first one a host has wins (remote jobs)")
+          ->type_name("NAME[,NAME]");
 
   // One flag per tunable of the settings table.
   std::map<std::string, std::string> tunable_values;
@@ -199,6 +248,24 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
     common::Status s = options.settings.set(spec->key, tunable_values[std::string(spec->key)],
                                             flag_for(spec->key));
     if (!s.is_ok()) return usage_error(s.message());
+  }
+
+  // Remote hosts.
+  if (agent_port_opt->count() > 0 && !parse_port(agent_port, options.agent_port)) {
+    return usage_error("--agent-port '" + agent_port + "': not a port number (1-65535)");
+  }
+  if (secret_opt->count() > 0) {
+    if (secret_file.empty()) return usage_error("--secret-file: empty file name");
+    options.secret_file = secret_file;
+  } else if (const char* from_env = lookup("HVD_SECRET_FILE"); from_env != nullptr) {
+    options.secret_file = from_env;
+  }
+  if (common::Status s = proto::check_tls_files(tls); !s.is_ok()) return usage_error(s.message());
+  options.tls = tls;
+  if (interfaces_opt->count() > 0) {
+    auto names = parse_interfaces(network_interfaces);
+    if (!names.is_ok()) return usage_error(names.status().message());
+    options.network_interfaces = std::move(names).value();
   }
 
   // Hosts and the number of processes.

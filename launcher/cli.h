@@ -11,8 +11,12 @@
 
 #include "config/settings.h"
 #include "launcher/host_spec.h"
+#include "proto/tls_credentials.h"
 
 namespace hvd::launcher {
+
+// hvd's documented agent port (hvd-agent --listen, hvdrun --agent-port).
+inline constexpr int kDefaultAgentPort = 29470;
 
 struct LaunchOptions {
   int np = 0;
@@ -21,6 +25,14 @@ struct LaunchOptions {
   bool verbose = false;
   std::vector<std::pair<std::string, std::string>> extra_env;  // -x, in order
   config::Settings settings;  // default < config file < environment < flags
+  // Remote hosts (docs/multihost.md): their hvd-agent's port, the file of the
+  // shared secret (--secret-file, else HVD_SECRET_FILE; read only when a
+  // planned host is remote), TLS files (all three or none) and the
+  // interfaces the workers bind to (--network-interface, in order).
+  int agent_port = kDefaultAgentPort;
+  std::string secret_file;
+  proto::TlsFiles tls;
+  std::vector<std::string> network_interfaces;
   std::vector<std::string> command;
   std::vector<std::string> warnings;  // for the user, one line each
 };

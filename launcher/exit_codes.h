@@ -2,9 +2,11 @@
 // alone why the job ended:
 //
 //   0        every worker exited with code 0 (also --help and --version)
-//   1        hvdrun itself failed (a service could not start, the agent was lost)
+//   1        hvdrun itself failed: a service could not start, an agent could
+//            not be reached, refused the credentials or was lost
 //   2        usage error: bad flag, bad -H/--hostfile, bad tunable value, -np
-//            larger than the slots, missing command, a remote host; nothing started
+//            larger than the slots, missing command, a remote host without
+//            --secret-file, a --network-interface no host has; nothing started
 //   124      the rendezvous timed out: a rank never called hvd.init() within
 //            --start-timeout seconds of the first rank's
 //   126      the command was found but cannot be executed (permission denied)
@@ -19,6 +21,7 @@ namespace hvd::launcher::exit_code {
 
 inline constexpr int kSuccess = 0;
 inline constexpr int kInternalError = 1;
+inline constexpr int kAgentFailure = 1;  // unreachable, refusing or lost agent
 inline constexpr int kUsage = 2;
 inline constexpr int kRendezvousTimeout = 124;
 inline constexpr int kCannotExecute = 126;

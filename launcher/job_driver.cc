@@ -3,17 +3,13 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <set>
 
 #include "common/logging.h"
-#include "common/token.h"
-#include "daemon/agent_service.h"
 #include "daemon/grpc_server.h"
 #include "daemon/rendezvous_service.h"
 #include "launcher/exit_codes.h"
+#include "launcher/host_agents.h"
 #include "launcher/signal_watcher.h"
-#include "launcher/worker_env.h"
 
 namespace hvd::launcher {
 
@@ -23,14 +19,14 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using std::chrono::seconds;
 
-constexpr char kLoopback[] = "127.0.0.1";
 // How often the driver wakes without events (start-timeout checks).
 constexpr milliseconds kTick{100};
-// Deadlines of the agent calls that do not depend on the grace period.
-constexpr milliseconds kLaunchTimeout{60'000};
-constexpr milliseconds kSignalTimeout{5'000};  // also Info
+// Deadline of Signal calls.
+constexpr milliseconds kSignalTimeout{5'000};
 // Terminate may take the grace period; the call gets this much on top.
 constexpr milliseconds kTerminateSlack{10'000};
+// An agent whose Watch stream failed may be gone: its Terminate gets this long.
+constexpr milliseconds kLostAgentTimeout{2'000};
 // After the last exit (or after Terminate), how long remaining output may take.
 constexpr milliseconds kDrainTimeout{5'000};
 // In-flight calls get this long when a server shuts down.
@@ -52,20 +48,14 @@ struct Overloaded : Fs... {
 template <class... Fs>
 Overloaded(Fs...) -> Overloaded<Fs...>;
 
-std::string join_ranks(const std::vector<int>& ranks) {
-  std::string out;
-  for (int r : ranks) {
-    if (!out.empty()) out += ", ";
-    out += std::to_string(r);
-  }
-  return out;
-}
-
 }  // namespace
 
-JobDriver::JobDriver(const LaunchOptions& options, std::vector<RankSlot> plan)
+JobDriver::JobDriver(const LaunchOptions& options, std::vector<RankSlot> plan,
+                     std::vector<AgentTarget> targets, std::optional<RemoteCredentials> remote)
     : options_(options),
       plan_(std::move(plan)),
+      targets_(std::move(targets)),
+      remote_(std::move(remote)),
       start_timeout_(options.settings.get_int("start_timeout")),
       terminate_grace_(options.settings.get_int("terminate_grace")),
       sink_(stdout, stderr),
@@ -75,7 +65,11 @@ JobDriver::JobDriver(const LaunchOptions& options, std::vector<RankSlot> plan)
 JobDriver::~JobDriver() { shutdown(); }
 
 int JobDriver::run() {
-  SignalWatcher signals([this](int signo) { queue_.push(SignalReceived{signo}); });
+  SignalWatcher signals([this](int signo) {
+    int none = 0;
+    first_signal_.compare_exchange_strong(none, signo);
+    queue_.push(SignalReceived{signo});
+  });
   int code = start();
   if (code == exit_code::kSuccess) code = supervise();
   shutdown();
@@ -87,105 +81,6 @@ void JobDriver::error_line(const std::string& message) {
   std::fflush(stderr);
 }
 
-int JobDriver::start() {
-  auto job_token = common::generate_token();
-  auto agent_secret = common::generate_token();
-  auto id = common::generate_token();
-  for (const auto* r : {&job_token, &agent_secret, &id}) {
-    if (!r->is_ok()) {
-      error_line(r->status().message());
-      return exit_code::kInternalError;
-    }
-  }
-  job_id_ = "job-" + id->substr(0, 12);
-  const int np = static_cast<int>(plan_.size());
-
-  if (!options_.output_dir.empty()) {
-    if (common::Status s = sink_.open_log_dir(options_.output_dir, np); !s.is_ok()) {
-      error_line(s.message());
-      return exit_code::kUsage;
-    }
-  }
-
-  rendezvous_ = std::make_unique<daemon::RendezvousService>(*job_token, np);
-  auto rendezvous_server = daemon::GrpcServer::start(kLoopback, 0, {rendezvous_.get()});
-  if (!rendezvous_server.is_ok()) {
-    error_line("cannot start the rendezvous service: " + rendezvous_server.status().message());
-    return exit_code::kInternalError;
-  }
-  rendezvous_server_ = std::move(rendezvous_server).value();
-
-  agent_ = std::make_unique<daemon::AgentService>(daemon::AgentOptions{*agent_secret, np});
-  auto agent_server = daemon::GrpcServer::start(kLoopback, 0, {agent_.get()});
-  if (!agent_server.is_ok()) {
-    error_line("cannot start the embedded agent: " + agent_server.status().message());
-    return exit_code::kInternalError;
-  }
-  agent_server_ = std::move(agent_server).value();
-  client_ = std::make_unique<AgentClient>(agent_server_->address(), *agent_secret);
-
-  JobContext job{job_id_, *job_token, rendezvous_server_->address(), kLoopback, np};
-  std::error_code cwd_error;
-  std::string cwd = std::filesystem::current_path(cwd_error).string();
-  const Environment base = current_environment();
-  const Environment settings = options_.settings.to_environment();
-
-  if (options_.verbose) {
-    const size_t hosts = planned_hosts(plan_).size();
-    std::fprintf(stderr, "hvdrun: job %s: %d process%s on %zu host%s (%s)\n", job_id_.c_str(), np,
-                 np == 1 ? "" : "es", hosts, hosts == 1 ? "" : "s",
-                 describe_hosts(options_.hosts).c_str());
-    for (const auto& slot : plan_) {
-      std::fprintf(stderr, "hvdrun: rank %d on %s: local_rank %d of %d, cross_rank %d of %d\n",
-                   slot.rank, slot.host.c_str(), slot.local_rank, slot.local_size, slot.cross_rank,
-                   slot.cross_size);
-    }
-    std::fprintf(stderr, "hvdrun: rendezvous at %s\n", rendezvous_server_->address().c_str());
-    auto info = client_->info(kSignalTimeout);
-    if (info.is_ok()) {
-      std::fprintf(stderr, "hvdrun: agent at %s: host %s, %d slots, %d GPUs, hvd %s\n",
-                   client_->address().c_str(), info->hostname().c_str(), info->slots(),
-                   info->gpus(), info->version().c_str());
-    } else {
-      spdlog::warn("{}", info.status().to_string());
-    }
-  }
-
-  hvd::v1::LaunchRequest request;
-  request.set_job_id(job_id_);
-  for (const auto& slot : plan_) {
-    Environment env = worker_environment(base, settings, options_.extra_env, slot, job);
-    if (options_.verbose) {
-      std::fprintf(stderr, "hvdrun: rank %d environment: %s\n", slot.rank,
-                   describe_worker_environment(env, options_.extra_env).c_str());
-    }
-    auto* worker = request.add_workers();
-    worker->set_rank(slot.rank);
-    for (const auto& arg : options_.command) worker->add_argv(arg);
-    worker->mutable_env()->insert(env.begin(), env.end());
-    worker->set_cwd(cwd);
-  }
-  std::fflush(stderr);
-
-  common::Status launched = client_->launch(request, kLaunchTimeout);
-  if (!launched.is_ok()) {
-    // The agent says which command it could not run, and why.
-    switch (launched.code()) {
-      case common::StatusCode::kNotFound:
-        error_line(launched.message());
-        return exit_code::kCommandNotFound;
-      case common::StatusCode::kFailedPrecondition:
-        error_line(launched.message());
-        return exit_code::kCannotExecute;
-      default:
-        error_line("cannot launch the workers: " + launched.message());
-        return exit_code::kInternalError;
-    }
-  }
-  client_->start_watch(job_id_, queue_);
-  return exit_code::kSuccess;
-}
-
 int JobDriver::supervise() {
   const int np = static_cast<int>(plan_.size());
   std::optional<Clock::time_point> drain_deadline;
@@ -195,23 +90,17 @@ int JobDriver::supervise() {
     if (!terminating_) track_joins();
     if (!terminating_ && !settle_deadline_) check_start_timeout(now);
     if (!terminating_ && !settle_deadline_ && exited_count_ == np) {
-      // Every worker exited with 0; the stream ends after their last output.
+      // Every worker exited with 0; the streams end after their last output.
       finish(exit_code::kSuccess);
-      if (watch_ended_) break;
+      if (all_watches_ended()) break;
       if (!drain_deadline) drain_deadline = now + kDrainTimeout;
     }
-    if (!terminating_ && watch_ended_ && exited_count_ < np) {
-      error_line("lost the agent's event stream with " + std::to_string(np - exited_count_) +
-                 " workers still running");
-      finish(exit_code::kInternalError);
-      begin_terminate();
-    }
     if (terminating_ && terminate_done_) {
-      if (watch_ended_) break;
+      if (all_watches_ended()) break;
       if (!drain_deadline) drain_deadline = now + kDrainTimeout;
     }
     if (drain_deadline && now >= *drain_deadline) {
-      spdlog::warn("the agent's event stream did not end within {} ms; not waiting for more output",
+      spdlog::warn("an agent's event stream did not end within {} ms; not waiting for more output",
                    kDrainTimeout.count());
       break;
     }
@@ -223,12 +112,7 @@ int JobDriver::supervise() {
     std::visit(Overloaded{
                    [&](const WorkerOutput& out) { sink_.write(out.rank, out.is_stderr, out.text); },
                    [&](const WorkerExited& exit) { handle(exit); },
-                   [&](const WatchEnded& end) {
-                     watch_ended_ = true;
-                     if (!end.status.is_ok() && !terminating_) {
-                       spdlog::warn("{}", end.status.to_string());
-                     }
-                   },
+                   [&](const WatchEnded& end) { handle(end); },
                    [&](const SignalReceived& sig) { handle(sig); },
                    [&](const TerminateDone& done) {
                      terminate_done_ = true;
@@ -263,6 +147,38 @@ void JobDriver::handle(const WorkerExited& exit) {
     settle_deadline_ = Clock::now() + kFailureSettle;
   }
   pending_failures_.push_back(exit);
+}
+
+void JobDriver::handle(const WatchEnded& end) {
+  const auto agent = static_cast<size_t>(end.agent);
+  if (agent >= watch_ended_.size()) return;
+  watch_ended_[agent] = true;
+  const AgentTarget& target = agents_->target(agent);
+  std::vector<int> running;
+  for (int rank : target.ranks) {
+    if (!exited_[static_cast<size_t>(rank)]) running.push_back(rank);
+  }
+  if (running.empty()) {
+    if (!end.status.is_ok() && !terminating_) spdlog::warn("{}", end.status.to_string());
+    return;
+  }
+  agent_lost_[agent] = true;
+  // A failure seen first decides the job; the lost agent still ends it.
+  if (settle_deadline_) report_failure();
+  if (terminating_) {
+    spdlog::info("the event stream of the agent on host {} ended: {}", target.host,
+                 end.status.to_string());
+    return;
+  }
+  error_line("lost the agent on host " + target.host + " (" + describe_ranks(running) + "): " +
+             (end.status.is_ok() ? std::string("its event stream ended before the workers exited")
+                                 : end.status.message()));
+  finish(exit_code::kAgentFailure);
+  begin_terminate();
+}
+
+bool JobDriver::all_watches_ended() const {
+  return std::all_of(watch_ended_.begin(), watch_ended_.end(), [](bool ended) { return ended; });
 }
 
 void JobDriver::report_failure() {
@@ -304,8 +220,10 @@ void JobDriver::handle(const SignalReceived& sig) {
   std::fprintf(stderr, "hvdrun: received %s again, killing workers\n",
                signal_name(sig.signal).c_str());
   std::fflush(stderr);
-  common::Status s = client_->signal(job_id_, SIGKILL, kSignalTimeout);
-  if (!s.is_ok()) spdlog::warn("killing the workers: {}", s.to_string());
+  killer_ = std::thread([this] {
+    common::Status s = agents_->signal_all(job_id_, SIGKILL, kSignalTimeout);
+    if (!s.is_ok()) spdlog::warn("killing the workers: {}", s.to_string());
+  });
 }
 
 void JobDriver::track_joins() {
@@ -340,7 +258,7 @@ void JobDriver::check_start_timeout(Clock::time_point now) {
 
 void JobDriver::report_start_timeout(const std::vector<int>& missing) {
   error_line("rendezvous timed out after " + std::to_string(start_timeout_.count()) +
-             " s: " + (missing.size() == 1 ? "rank " : "ranks ") + join_ranks(missing) +
+             " s: " + describe_ranks(missing) +
              " never joined (a worker must call hvd.init())");
   finish(exit_code::kRendezvousTimeout);
   begin_terminate();
@@ -354,8 +272,9 @@ void JobDriver::begin_terminate() {
   if (terminating_) return;
   terminating_ = true;
   const milliseconds grace = terminate_grace_;
-  terminator_ = std::thread([this, grace] {
-    auto killed = client_->terminate(job_id_, grace, grace + kTerminateSlack);
+  terminator_ = std::thread([this, grace, lost = agent_lost_] {
+    auto killed = agents_->terminate_all(job_id_, grace, grace + kTerminateSlack, lost,
+                                         kLostAgentTimeout);
     if (killed.is_ok() && *killed > 0) {
       spdlog::info("{} worker process groups needed SIGKILL", *killed);
     }
@@ -365,23 +284,21 @@ void JobDriver::begin_terminate() {
 
 void JobDriver::shutdown() {
   const milliseconds grace = terminate_grace_;
-  if (client_ && !terminating_) {
+  if (agents_ && launched_ && !terminating_) {
     // Nothing should be left on this path; Terminate makes sure of it (and
     // takes any grandchild still in a worker's process group with it).
     terminating_ = true;
-    auto killed = client_->terminate(job_id_, grace, grace + kTerminateSlack);
+    auto killed = agents_->terminate_all(job_id_, grace, grace + kTerminateSlack, agent_lost_,
+                                         kLostAgentTimeout);
     if (!killed.is_ok()) spdlog::debug("final terminate: {}", killed.status().to_string());
   }
   if (terminator_.joinable()) terminator_.join();
-  if (client_) client_->stop_watch();
+  if (killer_.joinable()) killer_.join();
+  if (agents_) agents_->shutdown(grace);
   if (rendezvous_) rendezvous_->close();
   if (rendezvous_server_) rendezvous_server_->shutdown(kServerShutdownGrace);
-  if (agent_) agent_->shutdown(grace);
-  if (agent_server_) agent_server_->shutdown(kServerShutdownGrace);
-  client_.reset();
+  agents_.reset();
   rendezvous_server_.reset();
-  agent_server_.reset();
-  agent_.reset();
   rendezvous_.reset();
   sink_.close();
 }

@@ -1,12 +1,17 @@
-// Runs one job to its end and decides hvdrun's exit code. It starts the
-// job's Rendezvous service and the embedded Agent (each a gRPC server on
-// 127.0.0.1), launches every rank through the Agent's gRPC API, then reacts
-// to one queue of events: worker output (printed), worker exits, the end of
-// the Watch stream, signals to hvdrun and the rendezvous start timeout.
-// Whatever the outcome, every worker's process group is gone and the
-// servers are shut down when run() returns. See exit_codes.h.
+// Runs one job to its end and decides hvdrun's exit code. It reaches the
+// job's agents (host_agents.h: the agent embedded in hvdrun for local hosts,
+// the hvd-agent of each remote host) and asks each for Info, plans the
+// network (job_network.h), starts the job's Rendezvous service, launches
+// each host's ranks through its agent's gRPC API and watches every agent,
+// then reacts to one queue of events: worker output (printed), worker exits,
+// the end of a Watch stream (an agent lost while its ranks run ends the
+// job), signals to hvdrun and the rendezvous start timeout. Whatever the
+// outcome, every worker's process group is gone and the servers are shut
+// down when run() returns. See exit_codes.h. start() and what it calls live
+// in job_start.cc, the event loop in job_driver.cc.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -15,25 +20,29 @@
 #include <thread>
 #include <vector>
 
-#include "launcher/agent_client.h"
+#include "launcher/agent_credentials.h"
+#include "launcher/agent_targets.h"
 #include "launcher/cli.h"
 #include "launcher/job_events.h"
 #include "launcher/output_sink.h"
 #include "launcher/slot_plan.h"
 
 namespace hvd::daemon {
-class AgentService;
 class GrpcServer;
 class RendezvousService;
 }  // namespace hvd::daemon
 
 namespace hvd::launcher {
 
+class HostAgents;
+
 class JobDriver {
  public:
-  // `plan` comes from plan_slots(options.hosts, options.np); every host in it
-  // must be this machine.
-  JobDriver(const LaunchOptions& options, std::vector<RankSlot> plan);
+  // `plan` comes from plan_slots(options.hosts, options.np), `targets` from
+  // plan_agent_targets(plan, ...); `remote` is required when a target is
+  // remote (remote_credentials()).
+  JobDriver(const LaunchOptions& options, std::vector<RankSlot> plan,
+            std::vector<AgentTarget> targets, std::optional<RemoteCredentials> remote);
   ~JobDriver();
   JobDriver(const JobDriver&) = delete;
   JobDriver& operator=(const JobDriver&) = delete;
@@ -42,9 +51,14 @@ class JobDriver {
   int run();
 
  private:
-  int start();      // services, launch; an exit code when the job cannot start
+  int start();      // agents, services, launch; an exit code when the job cannot start
+  void print_plan();  // --verbose: hosts and ranks
+  int launch(const std::string& job_token, const std::string& rendezvous_addr,
+             const std::vector<std::string>& bind_addresses);
   int supervise();  // the event loop
   void handle(const WorkerExited& exit);
+  // A Watch stream that ends while its agent's ranks still run: agent lost.
+  void handle(const WatchEnded& end);
   // The first signal terminates the workers; a second one kills them.
   void handle(const SignalReceived& signal);
   // Notes which ranks have joined the first rendezvous so far.
@@ -59,12 +73,15 @@ class JobDriver {
   // terminates the others.
   void report_failure();
   void finish(int code);   // records the job's exit code once
-  void begin_terminate();  // Agent.Terminate on a thread; TerminateDone when done
+  void begin_terminate();  // Terminate on every agent on a thread; TerminateDone when done
+  bool all_watches_ended() const;
   void shutdown();         // every exit path: workers gone, servers down
   void error_line(const std::string& message);
 
   const LaunchOptions& options_;
   const std::vector<RankSlot> plan_;
+  std::vector<AgentTarget> targets_;
+  std::optional<RemoteCredentials> remote_;
   const std::chrono::seconds start_timeout_;
   const std::chrono::seconds terminate_grace_;
   std::string job_id_;
@@ -73,9 +90,8 @@ class JobDriver {
 
   std::unique_ptr<daemon::RendezvousService> rendezvous_;
   std::unique_ptr<daemon::GrpcServer> rendezvous_server_;
-  std::unique_ptr<daemon::AgentService> agent_;
-  std::unique_ptr<daemon::GrpcServer> agent_server_;
-  std::unique_ptr<AgentClient> client_;
+  std::unique_ptr<HostAgents> agents_;
+  bool launched_ = false;  // the agents started the workers
 
   // Event-loop state (driver thread only).
   std::optional<int> exit_code_;
@@ -85,12 +101,15 @@ class JobDriver {
   // Failures seen since the first one, while they settle.
   std::vector<WorkerExited> pending_failures_;
   std::optional<std::chrono::steady_clock::time_point> settle_deadline_;
-  bool watch_ended_ = false;
+  std::vector<bool> watch_ended_;  // per agent
+  std::vector<bool> agent_lost_;   // per agent: its Watch ended while its ranks ran
   bool terminating_ = false;
   bool terminate_done_ = false;
   bool signalled_ = false;  // hvdrun received SIGINT/SIGTERM/SIGHUP
+  std::atomic<int> first_signal_{0};  // set by the signal watcher; read while starting
   bool killed_ = false;     // a second signal escalated to SIGKILL
   std::thread terminator_;
+  std::thread killer_;  // SIGKILL to every agent's workers after a second signal
 };
 
 }  // namespace hvd::launcher

@@ -1,7 +1,7 @@
 // Everything the job driver reacts to arrives as a JobEvent on one queue:
 // worker output and exits (from the Watch stream reader), the end of that
-// stream, signals to hvdrun (from the signal watcher) and the completion of
-// an asynchronous Terminate. One driver thread pops; any thread pushes.
+// streams (one per agent), signals to hvdrun (from the signal watcher) and the
+// completion of an asynchronous Terminate of every agent. One driver thread pops; any thread pushes.
 #pragma once
 
 #include <chrono>
@@ -30,9 +30,10 @@ struct WorkerExited {
   int signal = 0;     // the signal that ended the worker, or 0
 };
 
-// The agent's Watch stream ended: normally (every worker exited) or not.
+// An agent's Watch stream ended: normally (every worker exited) or not.
 struct WatchEnded {
   common::Status status;
+  int agent = 0;  // which agent of the job (index into HostAgents)
 };
 
 struct SignalReceived {

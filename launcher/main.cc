@@ -1,14 +1,19 @@
-// hvdrun: parses the command line, plans ranks onto slots, checks that every
-// host is this machine, and hands the job to the JobDriver.
+// hvdrun: parses the command line, plans ranks onto slots and onto agents
+// (the embedded one for this machine, hvd-agent for remote hosts), reads the
+// agents' credentials when a host is remote, and hands the job to the
+// JobDriver.
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
 #include "common/logging.h"
+#include "launcher/agent_credentials.h"
+#include "launcher/agent_targets.h"
 #include "launcher/cli.h"
 #include "launcher/exit_codes.h"
 #include "launcher/job_driver.h"
@@ -42,16 +47,16 @@ int run(int argc, char** argv) {
   auto plan = plan_slots(options.hosts, options.np);
   if (!plan.is_ok()) return usage_error(plan.status().message());
 
-  // The embedded agent serves only this machine: every host listed must be it.
-  LocalIdentity local = LocalIdentity::current();
-  for (const auto& host : options.hosts) {
-    if (!is_local_host(host.host, local)) {
-      return usage_error("remote hosts need a running hvd-agent (not yet supported): '" +
-                         host.host + "'");
-    }
+  // The embedded agent serves this machine; remote hosts need their hvd-agent.
+  auto targets = plan_agent_targets(*plan, LocalIdentity::current(), options.agent_port);
+  std::optional<RemoteCredentials> remote;
+  if (const AgentTarget* first = first_remote(targets)) {
+    auto credentials = remote_credentials(options, first->host);
+    if (!credentials.is_ok()) return usage_error(credentials.status().message());
+    remote = std::move(credentials).value();
   }
 
-  JobDriver driver(options, std::move(plan).value());
+  JobDriver driver(options, std::move(plan).value(), std::move(targets), std::move(remote));
   return driver.run();
 }
 

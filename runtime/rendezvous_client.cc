@@ -2,6 +2,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "proto/rpc_auth.h"
@@ -15,21 +16,39 @@ namespace {
 // the client, so that the service's own, more precise timeout answers first.
 constexpr std::chrono::milliseconds kServerSlack{5000};
 
+std::shared_ptr<grpc::Channel> make_channel(const std::string& address,
+                                            std::chrono::milliseconds max_reconnect_backoff) {
+  if (max_reconnect_backoff.count() <= 0) {
+    return grpc::CreateChannel(address, grpc::InsecureChannelCredentials());
+  }
+  grpc::ChannelArguments args;
+  const int backoff = static_cast<int>(max_reconnect_backoff.count());
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, backoff);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, std::min(backoff, 100));
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, std::min(backoff, 100));
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+}
+
 }  // namespace
 
 RendezvousClient::RendezvousClient(std::string address, std::string token,
-                                   std::chrono::milliseconds call_timeout)
+                                   std::chrono::milliseconds call_timeout,
+                                   std::chrono::milliseconds max_reconnect_backoff)
     : address_(std::move(address)),
       token_(std::move(token)),
       call_timeout_(call_timeout),
-      stub_(hvd::v1::Rendezvous::NewStub(
-          grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()))) {}
+      channel_(make_channel(address_, max_reconnect_backoff)),
+      stub_(hvd::v1::Rendezvous::NewStub(channel_)) {}
 
-void RendezvousClient::prepare(grpc::ClientContext& context,
-                               std::chrono::milliseconds timeout) const {
+void RendezvousClient::prepare(grpc::ClientContext& context, std::chrono::milliseconds timeout,
+                               bool wait_for_ready) const {
   proto::attach_token(context, token_);
   context.set_deadline(std::chrono::system_clock::now() + timeout);
-  context.set_wait_for_ready(true);
+  context.set_wait_for_ready(wait_for_ready);
+}
+
+bool RendezvousClient::wait_connected(std::chrono::milliseconds timeout) {
+  return channel_->WaitForConnected(std::chrono::system_clock::now() + timeout);
 }
 
 Status RendezvousClient::failed(const grpc::Status& status, const char* method) const {
@@ -97,6 +116,18 @@ Result<int64_t> RendezvousClient::add(const std::string& key, int64_t delta) {
 Result<bool> RendezvousClient::check(const std::vector<std::string>& keys) {
   grpc::ClientContext context;
   prepare(context, call_timeout_);
+  hvd::v1::CheckRequest request;
+  for (const auto& key : keys) request.add_keys(key);
+  hvd::v1::CheckReply reply;
+  grpc::Status status = stub_->Check(&context, request, &reply);
+  if (!status.ok()) return failed(status, "Check");
+  return reply.ready();
+}
+
+Result<bool> RendezvousClient::check_now(const std::vector<std::string>& keys,
+                                         std::chrono::milliseconds timeout) {
+  grpc::ClientContext context;
+  prepare(context, timeout, /*wait_for_ready=*/false);
   hvd::v1::CheckRequest request;
   for (const auto& key : keys) request.add_keys(key);
   hvd::v1::CheckReply reply;

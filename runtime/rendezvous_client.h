@@ -24,7 +24,15 @@ using common::JoinResult;
 class RendezvousClient final : public common::Store {
  public:
   // `call_timeout` bounds every call that has no timeout of its own.
-  RendezvousClient(std::string address, std::string token, std::chrono::milliseconds call_timeout);
+  // `max_reconnect_backoff` > 0 caps gRPC's wait between two attempts to
+  // reach a service that is not up yet (by default it grows to minutes);
+  // workers of a foreign launcher use it, since rank 0 starts the service
+  // whenever its process gets there.
+  RendezvousClient(std::string address, std::string token, std::chrono::milliseconds call_timeout,
+                   std::chrono::milliseconds max_reconnect_backoff = std::chrono::milliseconds(0));
+
+  // True once the service is reachable; waits up to `timeout`.
+  bool wait_connected(std::chrono::milliseconds timeout);
 
   // Waits (up to `timeout`) until every rank of the world has joined.
   Result<JoinResult> join(int rank, int size, const std::string& host, int64_t pid,
@@ -36,18 +44,23 @@ class RendezvousClient final : public common::Store {
   Result<int64_t> add(const std::string& key, int64_t delta) override;
   Result<bool> check(const std::vector<std::string>& keys) override;
   Result<bool> remove(const std::string& key) override;
+  // Like check(), but fails at once (kUnavailable) when the service cannot
+  // be reached now instead of waiting for it.
+  Result<bool> check_now(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
 
   const std::string& address() const { return address_; }
 
  private:
   // Token and deadline on a fresh call; calls wait for the channel to come
   // up (the service may start a moment after the worker) until the deadline.
-  void prepare(grpc::ClientContext& context, std::chrono::milliseconds timeout) const;
+  void prepare(grpc::ClientContext& context, std::chrono::milliseconds timeout,
+               bool wait_for_ready = true) const;
   Status failed(const grpc::Status& status, const char* method) const;
 
   std::string address_;
   std::string token_;
   std::chrono::milliseconds call_timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<hvd::v1::Rendezvous::Stub> stub_;
 };
 

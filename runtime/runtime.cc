@@ -13,6 +13,7 @@
 #include "common/logging.h"
 #include "runtime/arguments.h"
 #include "runtime/engine/agreement.h"
+#include "runtime/layout_exchange.h"
 #include "runtime/op_request.h"
 #include "transports/registry.h"
 
@@ -106,23 +107,46 @@ std::shared_ptr<engine::SetEngine> Runtime::make_engine(
                                              &timeline_);
 }
 
-Status Runtime::start(int64_t generation) {
-  if (world_.has_rendezvous()) {
+Status Runtime::join() {
+  const auto start_timeout = seconds_setting(settings_, "start_timeout");
+  auto join_timeout = start_timeout;
+  if (world_.foreign()) {
+    auto job = ForeignJob::start(world_);
+    if (!job.is_ok()) return job.status();
+    foreign_ = std::move(job).value();
+    rendezvous_ = std::make_unique<RendezvousClient>(
+        world_.rendezvous_addr, world_.job_token, seconds_setting(settings_, "transport_timeout"),
+        ForeignJob::kReconnectBackoff);
+    auto left = foreign_->reach(*rendezvous_, start_timeout);
+    if (!left.is_ok()) return left.status();
+    join_timeout = left.value();
+  } else {
     rendezvous_ = std::make_unique<RendezvousClient>(
         world_.rendezvous_addr, world_.job_token, seconds_setting(settings_, "transport_timeout"));
-    spdlog::debug("joining rank {} of {} at {}", world_.rank, world_.size, world_.rendezvous_addr);
-    auto joined = rendezvous_->join(world_.rank, world_.size, world_.hostname, getpid(),
-                                    seconds_setting(settings_, "start_timeout"));
-    if (!joined.is_ok()) return joined.status();
-    if (joined->rank != world_.rank || joined->size != world_.size) {
-      return common::failed_precondition(
-          "the rendezvous at " + world_.rendezvous_addr + " placed this worker as rank " +
-          std::to_string(joined->rank) + " of " + std::to_string(joined->size) +
-          " but its environment says rank " + std::to_string(world_.rank) + " of " +
-          std::to_string(world_.size));
-    }
-    epoch_ = joined->epoch;
   }
+  spdlog::debug("joining rank {} of {} at {}", world_.rank, world_.size, world_.rendezvous_addr);
+  auto joined = rendezvous_->join(world_.rank, world_.size, world_.hostname, getpid(),
+                                  join_timeout);
+  if (!joined.is_ok()) return joined.status();
+  joined_ = true;
+  if (joined->rank != world_.rank || joined->size != world_.size) {
+    return common::failed_precondition(
+        "the rendezvous at " + world_.rendezvous_addr + " placed this worker as rank " +
+        std::to_string(joined->rank) + " of " + std::to_string(joined->size) +
+        " but its environment says rank " + std::to_string(world_.rank) + " of " +
+        std::to_string(world_.size));
+  }
+  epoch_ = joined->epoch;
+  if (world_.cross_from_peers) {
+    HVD_RETURN_IF_ERROR(exchange_cross_ranks(*rendezvous_,
+                                             "epoch" + std::to_string(epoch_) + "/local_rank/",
+                                             &world_, seconds_setting(settings_, "transport_timeout")));
+  }
+  return Status::ok();
+}
+
+Status Runtime::start(int64_t generation) {
+  if (world_.has_rendezvous()) HVD_RETURN_IF_ERROR(join());
 
   auto cpu = connect("epoch" + std::to_string(epoch_) + "/cpu/", world_.rank, world_.size);
   if (!cpu.is_ok()) return cpu.status();
@@ -142,6 +166,7 @@ Status Runtime::start(int64_t generation) {
   spdlog::info("rank {} of {} (local {}/{}, cross {}/{}) ready, epoch {}, cpu transport {}",
                world_.rank, world_.size, world_.local_rank, world_.local_size, world_.cross_rank,
                world_.cross_size, epoch_, transport_name);
+  started_ = true;
   return Status::ok();
 }
 
@@ -156,6 +181,10 @@ void Runtime::shutdown() {
   }
   sets.clear();
   timeline_.set(nullptr);
+  if (foreign_) {
+    foreign_->finish(joined_, started_);
+    foreign_.reset();
+  }
   rendezvous_.reset();
 }
 

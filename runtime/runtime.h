@@ -24,6 +24,7 @@
 #include "runtime/engine/handle_table.h"
 #include "runtime/engine/process_sets.h"
 #include "runtime/engine/timeline_slot.h"
+#include "runtime/foreign_job.h"
 #include "runtime/rendezvous_client.h"
 #include "runtime/world.h"
 #include "transports/transport.h"
@@ -82,6 +83,7 @@ class Runtime {
  private:
   Runtime(WorldInfo world, config::Settings settings, int64_t first_handle);
   Status start(int64_t generation);  // join, connect, start the global engine
+  Status join();                     // the rendezvous (hosted by rank 0 under a foreign launcher)
   Result<std::unique_ptr<transports::Transport>> connect(const std::string& key_prefix, int rank,
                                                          int size) const;
   std::shared_ptr<engine::SetEngine> make_engine(int32_t id, const std::vector<int>& ranks,
@@ -97,6 +99,9 @@ class Runtime {
   WorldInfo world_;
   config::Settings settings_;
   int64_t epoch_ = 0;
+  std::unique_ptr<ForeignJob> foreign_;           // set when a foreign launcher started us
+  bool joined_ = false;                           // start() got through the join
+  bool started_ = false;                          // start() completed
   std::unique_ptr<RendezvousClient> rendezvous_;  // null in a world of one without a launcher
   engine::HandleTable handles_;
   engine::TimelineSlot timeline_;

@@ -6,6 +6,8 @@
 #include <climits>
 
 #include "common/worker_env.h"
+#include "runtime/launcher_env.h"
+#include "runtime/local_address.h"
 
 namespace hvd::runtime {
 
@@ -68,11 +70,47 @@ std::string local_hostname() {
   return name;
 }
 
+// A worker that a foreign launcher started.
+Result<WorldInfo> from_launcher(const LauncherWorld& launched, const EnvLookup& lookup) {
+  WorldInfo world;
+  world.launcher = launched.launcher;
+  world.rank = launched.rank;
+  world.size = launched.size;
+  world.local_rank = launched.local_rank;
+  world.local_size = launched.local_size;
+  world.cross_rank = launched.cross_rank;
+  world.cross_size = launched.cross_size;
+  world.cross_from_peers = launched.cross_from_peers;
+  world.rendezvous_addr = launched.rendezvous_addr();
+  world.rendezvous_host = launched.rendezvous_host;
+  world.rendezvous_port = launched.rendezvous_port;
+  world.job_token = launched.job_token;
+  world.token_derived = launched.token_derived;
+  world.job_id = launched.job_id;
+  const char* host = lookup(env::kHostname);
+  world.hostname = (host != nullptr && *host != '\0') ? host : local_hostname();
+  if (const char* bind = lookup(env::kBindAddress); bind != nullptr && *bind != '\0') {
+    world.bind_address = bind;
+  } else if (world.local_size < world.size) {
+    // Other hosts must reach this one: the address the kernel routes toward
+    // the rendezvous host from.
+    auto address = local_address_toward(world.rendezvous_host);
+    if (!address.is_ok()) return address.status();
+    world.bind_address = std::move(address).value();
+  }
+  return world;
+}
+
 }  // namespace
 
 Result<WorldInfo> read_world(const EnvLookup& lookup) {
   WorldInfo world;
   bool launched = lookup(env::kRank) != nullptr || lookup(env::kSize) != nullptr;
+  if (!launched) {
+    auto foreign = detect_launcher(lookup);
+    if (!foreign.is_ok()) return foreign.status();
+    if (foreign->has_value()) return from_launcher(**foreign, lookup);
+  }
   HVD_RETURN_IF_ERROR(read_pair(lookup, env::kRank, env::kSize, &world.rank, &world.size));
   world.local_rank = world.rank;
   world.local_size = world.size;

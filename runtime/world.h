@@ -1,6 +1,8 @@
 // Who this worker is: the environment contract (common/worker_env.h) read
-// into a WorldInfo. Without HVD_RANK and HVD_SIZE the worker is a world of
-// one with no rendezvous; anything malformed or inconsistent is an error
+// into a WorldInfo. Without HVD_RANK and HVD_SIZE, a foreign launcher's
+// variables (torchrun, Open MPI, Slurm: runtime/launcher_env.h) say it, and
+// rank 0 hosts the rendezvous; with none of them the worker is a world of
+// one with no rendezvous. Anything malformed or inconsistent is an error
 // naming the variable and its value (the job token's value is never shown).
 #pragma once
 
@@ -29,6 +31,16 @@ struct WorldInfo {
   std::string job_id;
   std::string hostname;         // HVD_HOSTNAME, else gethostname()
   std::string bind_address = "127.0.0.1";
+  // Set when a foreign launcher started the worker ("torchrun", "openmpi",
+  // "slurm"); empty under hvdrun. Rank 0 then hosts the rendezvous at
+  // rendezvous_host:rendezvous_port (runtime/foreign_job.h).
+  std::string launcher;
+  std::string rendezvous_host;
+  int rendezvous_port = 0;
+  bool token_derived = false;     // not from HVD_JOB_TOKEN (runtime/job_token.h)
+  bool cross_from_peers = false;  // cross_rank/size are found after the join
+
+  bool foreign() const { return !launcher.empty(); }
 
   bool has_rendezvous() const { return !rendezvous_addr.empty(); }
 };

@@ -80,7 +80,7 @@ def handle_average_backwards_compatibility(op, average):
 # ---- Joining and leaving the job ------------------------------------------
 
 def init(comm=None, process_sets=None):
-    """Joins the job hvdrun started (a world of size 1 without hvdrun).
+    """Joins the job hvdrun (or torchrun, srun, mpirun) started; a world of size 1 without a launcher.
     ``process_sets``: ProcessSet objects to register at once (every rank
     passes the same list). A second call is a no-op but for new sets."""
     if comm is not None:

@@ -85,10 +85,24 @@ def test_missing_command(hvdrun):
     assert r.stderr.startswith("hvdrun: error: missing command")
 
 
-def test_remote_host(hvdrun, tmp_path):
+def test_remote_host_without_secret(hvdrun, tmp_path, monkeypatch):
+    monkeypatch.delenv("HVD_SECRET_FILE", raising=False)
     marker = tmp_path / "started"
     r = run([hvdrun, "-np", "2", "-H", "localhost:1,remote-host.invalid:1", "touch", str(marker)],
             timeout=20)
     assert_refused(r, marker, "")
-    assert r.stderr == ("hvdrun: error: remote hosts need a running hvd-agent (not yet supported): "
-                        "'remote-host.invalid'\n")
+    assert r.stderr.count("\n") == 1
+    assert "'remote-host.invalid'" in r.stderr and "--secret-file" in r.stderr
+
+
+def test_unreachable_remote_host(hvdrun, tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("0123456789abcdef0123456789abcdef\n")
+    secret.chmod(0o600)
+    marker = tmp_path / "started"
+    r = run([hvdrun, "-np", "2", "-H", "localhost:1,remote-host.invalid:1", "--secret-file",
+             str(secret), "--start-timeout", "5", "touch", str(marker)], timeout=30)
+    assert r.returncode == 1
+    assert not marker.exists()
+    assert "cannot reach the agent on host remote-host.invalid" in r.stderr
+    assert "0123456789abcdef" not in r.stderr

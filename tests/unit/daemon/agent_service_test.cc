@@ -9,7 +9,8 @@
 #include "daemon/agent_service.h"
 #include "daemon/grpc_server.h"
 #include "hvd/v1/agent.grpc.pb.h"
-#include "proto/rpc_auth.h"
+#include "proto/agent_auth.h"
+#include "agent_fixture.h"
 #include "test_util.h"
 
 using namespace std::chrono_literals;
@@ -22,73 +23,28 @@ namespace v1 = hvd::v1;
 
 namespace {
 
-constexpr char kSecret[] = "agent-secret-for-tests";
+using hvd::daemon::test::WatchResult;
+constexpr const char* kSecret = hvd::daemon::test::kAgentSecret;
+using Agent = hvd::daemon::test::AgentFixture;
 
-struct Agent {
-  Agent() : service(AgentOptions{kSecret, 4}) {
-    auto started = GrpcServer::start("127.0.0.1", 0, {&service});
-    REQUIRE(started.is_ok());
-    server = std::move(started).value();
-    stub = v1::Agent::NewStub(
-        grpc::CreateChannel(server->address(), grpc::InsecureChannelCredentials()));
-  }
-  ~Agent() {
-    service.shutdown(1000ms);
-    server->shutdown(1000ms);
-  }
-
-  AgentService service;
-  std::unique_ptr<GrpcServer> server;
-  std::unique_ptr<v1::Agent::Stub> stub;
-};
-
-std::unique_ptr<grpc::ClientContext> context(const std::string& token = kSecret,
-                                             std::chrono::milliseconds deadline = 10000ms) {
-  auto ctx = std::make_unique<grpc::ClientContext>();
-  ctx->set_deadline(std::chrono::system_clock::now() + deadline);
-  if (!token.empty()) hvd::proto::attach_token(*ctx, token);
-  return ctx;
+std::unique_ptr<grpc::ClientContext> context(const char* method,
+                                             const std::string& token = kSecret) {
+  return hvd::daemon::test::agent_context(method, token);
 }
 
-v1::LaunchRequest launch_request(const std::string& job_id,
-                                 const std::vector<std::vector<std::string>>& argvs) {
-  v1::LaunchRequest req;
-  req.set_job_id(job_id);
-  int rank = 0;
-  for (const auto& argv : argvs) {
-    auto* w = req.add_workers();
-    w->set_rank(rank++);
-    for (const auto& a : argv) w->add_argv(a);
-    (*w->mutable_env())["PATH"] = "/usr/bin:/bin";
-  }
-  return req;
-}
-
-struct WatchResult {
-  grpc::Status status;
-  std::vector<v1::WatchEvent> events;
-};
-
-// Reads a whole Watch stream (deadline 10 s).
 WatchResult watch(v1::Agent::Stub& stub, const std::string& job_id,
                   const std::string& token = kSecret) {
-  auto ctx = context(token);
-  v1::WatchRequest req;
-  req.set_job_id(job_id);
-  auto reader = stub.Watch(ctx.get(), req);
-  WatchResult result;
-  v1::WatchEvent event;
-  while (reader->Read(&event)) result.events.push_back(event);
-  result.status = reader->Finish();
-  return result;
+  return hvd::daemon::test::watch_job(stub, job_id, token);
 }
+
+using hvd::daemon::test::launch_request;
 
 std::vector<grpc::StatusCode> call_every_method(v1::Agent::Stub& stub, const std::string& token) {
   std::vector<grpc::StatusCode> codes;
   {
     auto req = launch_request("unauth", {{"sh", "-c", "echo should-not-run"}});
     v1::LaunchReply reply;
-    codes.push_back(stub.Launch(context(token).get(), req, &reply).error_code());
+    codes.push_back(stub.Launch(context("Agent.Launch", token).get(), req, &reply).error_code());
   }
   codes.push_back(watch(stub, "unauth", token).status.error_code());
   {
@@ -96,18 +52,18 @@ std::vector<grpc::StatusCode> call_every_method(v1::Agent::Stub& stub, const std
     req.set_job_id("unauth");
     req.set_signal(SIGTERM);
     v1::SignalReply reply;
-    codes.push_back(stub.Signal(context(token).get(), req, &reply).error_code());
+    codes.push_back(stub.Signal(context("Agent.Signal", token).get(), req, &reply).error_code());
   }
   {
     v1::TerminateRequest req;
     req.set_job_id("unauth");
     v1::TerminateReply reply;
-    codes.push_back(stub.Terminate(context(token).get(), req, &reply).error_code());
+    codes.push_back(stub.Terminate(context("Agent.Terminate", token).get(), req, &reply).error_code());
   }
   {
     v1::InfoRequest req;
     v1::InfoReply reply;
-    codes.push_back(stub.Info(context(token).get(), req, &reply).error_code());
+    codes.push_back(stub.Info(context("Agent.Info", token).get(), req, &reply).error_code());
   }
   return codes;
 }
@@ -127,7 +83,7 @@ TEST_CASE("Agent Launch then Watch streams output and the exit code, then ends")
   Agent agent;
   auto req = launch_request("job-1", {{"sh", "-c", "echo hi; echo oops >&2; exit 4"}});
   v1::LaunchReply reply;
-  auto status = agent.stub->Launch(context().get(), req, &reply);
+  auto status = agent.stub->Launch(context("Agent.Launch").get(), req, &reply);
   REQUIRE(status.ok());
   REQUIRE(reply.started_size() == 1);
   CHECK(reply.started(0).rank() == 0);
@@ -155,9 +111,9 @@ TEST_CASE("Agent Launch then Watch streams output and the exit code, then ends")
   v1::TerminateRequest term;
   term.set_job_id("job-1");
   v1::TerminateReply term_reply;
-  REQUIRE(agent.stub->Terminate(context().get(), term, &term_reply).ok());
+  REQUIRE(agent.stub->Terminate(context("Agent.Terminate").get(), term, &term_reply).ok());
   CHECK(term_reply.killed() == 0);
-  CHECK(agent.stub->Launch(context().get(), req, &reply).error_code() ==
+  CHECK(agent.stub->Launch(context("Agent.Launch").get(), req, &reply).error_code() ==
         grpc::StatusCode::ALREADY_EXISTS);
 }
 
@@ -167,7 +123,7 @@ TEST_CASE("Agent Launch of a missing command is NOT_FOUND and starts nothing") {
   const std::vector<std::string> sleeper = {"sleep", "3600." + std::to_string(::getpid())};
   auto req = launch_request("job-missing", {sleeper, {"hvd-no-such-command-x2", "--flag"}});
   v1::LaunchReply reply;
-  auto status = agent.stub->Launch(context().get(), req, &reply);
+  auto status = agent.stub->Launch(context("Agent.Launch").get(), req, &reply);
   CHECK(status.error_code() == grpc::StatusCode::NOT_FOUND);
   CHECK(status.error_message() == "cannot execute 'hvd-no-such-command-x2': command not found");
   CHECK(reply.started_size() == 0);
@@ -180,17 +136,17 @@ TEST_CASE("Agent Launch validates its request") {
   Agent agent;
   v1::LaunchReply reply;
   auto empty_id = launch_request("", {{"true"}});
-  CHECK(agent.stub->Launch(context().get(), empty_id, &reply).error_code() ==
+  CHECK(agent.stub->Launch(context("Agent.Launch").get(), empty_id, &reply).error_code() ==
         grpc::StatusCode::INVALID_ARGUMENT);
   auto no_workers = launch_request("j", {});
-  CHECK(agent.stub->Launch(context().get(), no_workers, &reply).error_code() ==
+  CHECK(agent.stub->Launch(context("Agent.Launch").get(), no_workers, &reply).error_code() ==
         grpc::StatusCode::INVALID_ARGUMENT);
   auto empty_argv = launch_request("j", {{}});
-  CHECK(agent.stub->Launch(context().get(), empty_argv, &reply).error_code() ==
+  CHECK(agent.stub->Launch(context("Agent.Launch").get(), empty_argv, &reply).error_code() ==
         grpc::StatusCode::INVALID_ARGUMENT);
   auto dup = launch_request("j", {{"true"}, {"true"}});
   dup.mutable_workers(1)->set_rank(0);
-  auto status = agent.stub->Launch(context().get(), dup, &reply);
+  auto status = agent.stub->Launch(context("Agent.Launch").get(), dup, &reply);
   CHECK(status.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
   CHECK(status.error_message() == "rank 0 appears twice in job 'j'");
 
@@ -198,10 +154,10 @@ TEST_CASE("Agent Launch validates its request") {
   sig.set_job_id("j");
   sig.set_signal(0);
   v1::SignalReply sig_reply;
-  CHECK(agent.stub->Signal(context().get(), sig, &sig_reply).error_code() ==
+  CHECK(agent.stub->Signal(context("Agent.Signal").get(), sig, &sig_reply).error_code() ==
         grpc::StatusCode::INVALID_ARGUMENT);
   sig.set_signal(SIGTERM);
-  CHECK(agent.stub->Signal(context().get(), sig, &sig_reply).error_code() ==
+  CHECK(agent.stub->Signal(context("Agent.Signal").get(), sig, &sig_reply).error_code() ==
         grpc::StatusCode::NOT_FOUND);
 }
 
@@ -209,7 +165,7 @@ TEST_CASE("Agent Terminate ends a sleeping job and Watch reports SIGTERM") {
   Agent agent;
   auto req = launch_request("job-sleep", {{"sleep", "100"}, {"sleep", "100"}});
   v1::LaunchReply reply;
-  REQUIRE(agent.stub->Launch(context().get(), req, &reply).ok());
+  REQUIRE(agent.stub->Launch(context("Agent.Launch").get(), req, &reply).ok());
   REQUIRE(reply.started_size() == 2);
 
   auto watcher = std::async(std::launch::async, [&] { return watch(*agent.stub, "job-sleep"); });
@@ -218,7 +174,7 @@ TEST_CASE("Agent Terminate ends a sleeping job and Watch reports SIGTERM") {
   term.set_grace_ms(3000);
   v1::TerminateReply term_reply;
   const auto start = std::chrono::steady_clock::now();
-  REQUIRE(agent.stub->Terminate(context().get(), term, &term_reply).ok());
+  REQUIRE(agent.stub->Terminate(context("Agent.Terminate").get(), term, &term_reply).ok());
   CHECK(std::chrono::steady_clock::now() - start < 2s);
   CHECK(term_reply.killed() == 0);
 
@@ -236,12 +192,12 @@ TEST_CASE("Agent Signal reaches every worker") {
   Agent agent;
   auto req = launch_request("job-signal", {{"sleep", "100"}});
   v1::LaunchReply reply;
-  REQUIRE(agent.stub->Launch(context().get(), req, &reply).ok());
+  REQUIRE(agent.stub->Launch(context("Agent.Launch").get(), req, &reply).ok());
   v1::SignalRequest sig;
   sig.set_job_id("job-signal");
   sig.set_signal(SIGINT);
   v1::SignalReply sig_reply;
-  REQUIRE(agent.stub->Signal(context().get(), sig, &sig_reply).ok());
+  REQUIRE(agent.stub->Signal(context("Agent.Signal").get(), sig, &sig_reply).ok());
   auto result = watch(*agent.stub, "job-signal");
   REQUIRE(result.status.ok());
   REQUIRE(result.events.size() == 1);
@@ -252,9 +208,9 @@ TEST_CASE("Agent keeps the events a watcher did not read for the next watcher") 
   Agent agent;
   auto req = launch_request("job-rewatch", {{"sh", "-c", "echo one; sleep 0.3; echo two"}});
   v1::LaunchReply reply;
-  REQUIRE(agent.stub->Launch(context().get(), req, &reply).ok());
+  REQUIRE(agent.stub->Launch(context("Agent.Launch").get(), req, &reply).ok());
   {
-    auto ctx = context();
+    auto ctx = context("Agent.Watch");
     v1::WatchRequest wreq;
     wreq.set_job_id("job-rewatch");
     auto reader = agent.stub->Watch(ctx.get(), wreq);
@@ -283,8 +239,8 @@ TEST_CASE("Agent shutdown terminates jobs and ends Watch streams") {
   Agent agent;
   auto req = launch_request("job-shutdown", {{"sh", "-c", "trap '' TERM; echo ready; sleep 100"}});
   v1::LaunchReply reply;
-  REQUIRE(agent.stub->Launch(context().get(), req, &reply).ok());
-  auto ctx = context();
+  REQUIRE(agent.stub->Launch(context("Agent.Launch").get(), req, &reply).ok());
+  auto ctx = context("Agent.Watch");
   v1::WatchRequest wreq;
   wreq.set_job_id("job-shutdown");
   auto reader = agent.stub->Watch(ctx.get(), wreq);
@@ -303,7 +259,7 @@ TEST_CASE("Agent shutdown terminates jobs and ends Watch streams") {
   CHECK((status.ok() || status.error_code() == grpc::StatusCode::CANCELLED));
 
   auto again = launch_request("job-after", {{"true"}});
-  CHECK(agent.stub->Launch(context().get(), again, &reply).error_code() ==
+  CHECK(agent.stub->Launch(context("Agent.Launch").get(), again, &reply).error_code() ==
         grpc::StatusCode::UNAVAILABLE);
 }
 
@@ -311,7 +267,7 @@ TEST_CASE("Agent Info reports host name, slots and version") {
   Agent agent;
   v1::InfoRequest req;
   v1::InfoReply reply;
-  REQUIRE(agent.stub->Info(context().get(), req, &reply).ok());
+  REQUIRE(agent.stub->Info(context("Agent.Info").get(), req, &reply).ok());
   char host[256] = {};
   REQUIRE(::gethostname(host, sizeof(host) - 1) == 0);
   CHECK(reply.hostname() == host);

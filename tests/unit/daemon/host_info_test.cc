@@ -17,6 +17,9 @@ TEST_CASE("count_gpus counts /dev/nvidia<N> device files only") {
   }
   CHECK(hvd::daemon::count_gpus(dir) == 3);
   CHECK(hvd::daemon::count_gpus(dir + "/absent") == 0);
+  // Slots default to the GPUs when there are any, else to the online CPUs.
+  CHECK(hvd::daemon::default_slots(dir) == 3);
+  CHECK(hvd::daemon::default_slots(dir + "/absent") == ::sysconf(_SC_NPROCESSORS_ONLN));
   std::filesystem::remove_all(dir);
 }
 

@@ -120,3 +120,32 @@ TEST_CASE("JobEvents drops output beyond its limit, says so, and keeps exits") {
   CHECK(notice == "hvd-agent: " + std::to_string(pushed - lines) +
                       " line(s) of output dropped: they were not read in time");
 }
+
+TEST_CASE("JobEvents discard drops queued and later events and ends every watch") {
+  JobEvents events(1);
+  events.push(output(0, "unread"));
+  events.discard({grpc::StatusCode::ABORTED, "the launcher is gone"});
+  events.push(output(0, "later"));
+  events.push(exit_event(0, 0));
+  int written = 0;
+  auto status = events.watch(
+      [&](const v1::WatchEvent&) {
+        ++written;
+        return true;
+      },
+      never_cancelled);
+  CHECK(written == 0);
+  CHECK(status.error_code() == grpc::StatusCode::ABORTED);
+  CHECK(status.error_message() == "the launcher is gone");
+}
+
+TEST_CASE("JobEvents discard ends a watch that is waiting") {
+  JobEvents events(1);
+  auto watcher = std::async(std::launch::async, [&] {
+    return events.watch([](const v1::WatchEvent&) { return true; }, never_cancelled);
+  });
+  std::this_thread::sleep_for(20ms);
+  events.discard({grpc::StatusCode::ABORTED, "gone"});
+  REQUIRE(watcher.wait_for(5s) == std::future_status::ready);
+  CHECK(watcher.get().error_code() == grpc::StatusCode::ABORTED);
+}

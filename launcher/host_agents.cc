@@ -1,0 +1,197 @@
+#include "launcher/host_agents.h"
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+
+#include "common/logging.h"
+#include "common/token.h"
+#include "daemon/agent_service.h"
+#include "daemon/grpc_server.h"
+
+namespace hvd::launcher {
+
+namespace {
+
+constexpr char kLoopback[] = "127.0.0.1";
+// After a wait-for-ready Info ran out of time, one more call that fails at
+// once tells why the agent cannot be reached (refused, no route, DNS, TLS).
+constexpr std::chrono::milliseconds kReasonProbeTimeout{2'000};
+// Info waits for an agent in calls of at most this long.
+constexpr std::chrono::milliseconds kInfoSlice{1'000};
+constexpr std::chrono::milliseconds kServerShutdownGrace{1'000};
+
+// f(0) .. f(n-1), each on its own thread (n == 1: on this one).
+template <class F>
+void for_each_agent(size_t n, F f) {
+  if (n == 1) {
+    f(size_t{0});
+    return;
+  }
+  std::vector<std::thread> threads;
+  threads.reserve(n);
+  for (size_t i = 0; i < n; ++i) threads.emplace_back([&f, i] { f(i); });
+  for (auto& t : threads) t.join();
+}
+
+}  // namespace
+
+HostAgents::HostAgents(std::vector<AgentTarget> targets) : targets_(std::move(targets)) {}
+
+HostAgents::~HostAgents() { shutdown(milliseconds(0)); }
+
+common::Result<std::unique_ptr<HostAgents>> HostAgents::start(
+    std::vector<AgentTarget> targets, const std::optional<RemoteCredentials>& remote,
+    int local_slots) {
+  std::unique_ptr<HostAgents> agents(new HostAgents(std::move(targets)));
+  for (AgentTarget& target : agents->targets_) {
+    if (!target.local) {
+      if (!remote) {
+        return common::invalid_argument("host " + target.host +
+                                        " is remote but no agent credentials were given");
+      }
+      agents->clients_.push_back(
+          std::make_unique<AgentClient>(target.address, remote->secret, remote->channel));
+      continue;
+    }
+    if (agents->embedded_server_) {
+      return common::invalid_argument("more than one target for the embedded agent");
+    }
+    auto secret = common::generate_token();
+    if (!secret.is_ok()) return secret.status();
+    agents->embedded_ = std::make_unique<daemon::AgentService>(
+        daemon::AgentOptions{*secret, local_slots});
+    auto server = daemon::GrpcServer::start(kLoopback, 0, {agents->embedded_.get()});
+    if (!server.is_ok()) {
+      return common::unavailable("cannot start the embedded agent: " + server.status().message());
+    }
+    agents->embedded_server_ = std::move(server).value();
+    target.address = agents->embedded_server_->address();
+    agents->clients_.push_back(std::make_unique<AgentClient>(target.address, *secret));
+  }
+  return agents;
+}
+
+common::Status HostAgents::describe_info_failure(size_t agent, const common::Status& status,
+                                                 std::chrono::seconds timeout) const {
+  const AgentTarget& target = targets_[agent];
+  if (status.code() == common::StatusCode::kUnauthenticated) {
+    return {common::StatusCode::kUnauthenticated,
+            "the agent on host " + target.host +
+                " refused the credentials (check --secret-file/TLS): " + status.message()};
+  }
+  return common::unavailable("cannot reach the agent on host " + target.host + " (" +
+                             target.address + ") within " + std::to_string(timeout.count()) +
+                             " s: " + status.message());
+}
+
+common::Result<std::vector<hvd::v1::InfoReply>> HostAgents::info_all(
+    std::chrono::seconds timeout, const std::function<bool()>& cancelled) {
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  // Once one agent failed, or hvdrun got a signal, nobody waits any longer.
+  std::atomic<bool> failed{false};
+  std::atomic<bool> signalled{false};
+  std::vector<common::Result<hvd::v1::InfoReply>> replies(
+      size(), common::Status(common::StatusCode::kCancelled, "not waited for"));
+  for_each_agent(size(), [&](size_t i) {
+    // Waits for the agent in slices, so that a signal to hvdrun is noticed.
+    while (!failed && !signalled) {
+      auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+      auto reply = clients_[i]->info(std::clamp(left, milliseconds(1), kInfoSlice),
+                                     /*wait_for_ready=*/true);
+      if (reply.is_ok() || reply.status().code() != common::StatusCode::kTimeout) {
+        if (!reply.is_ok()) failed = true;
+        replies[i] = std::move(reply);
+        return;
+      }
+      if (Clock::now() >= deadline) {
+        auto probe = clients_[i]->info(kReasonProbeTimeout, /*wait_for_ready=*/false);
+        bool useful = probe.is_ok() || probe.status().code() != common::StatusCode::kTimeout;
+        replies[i] = useful ? std::move(probe) : std::move(reply);
+        if (!replies[i].is_ok()) failed = true;
+        return;
+      }
+      if (cancelled()) signalled = true;
+    }
+  });
+  if (signalled) return common::Status(common::StatusCode::kCancelled, "cancelled by a signal");
+  // The first failure in target order; agents not waited for do not count.
+  for (int pass = 0; pass < 2; ++pass) {
+    for (size_t i = 0; i < size(); ++i) {
+      const auto& reply = replies[i];
+      if (reply.is_ok() || (pass == 0 && reply.status().code() == common::StatusCode::kCancelled))
+        continue;
+      return describe_info_failure(i, reply.status(), timeout);
+    }
+  }
+  std::vector<hvd::v1::InfoReply> out;
+  for (auto& reply : replies) out.push_back(std::move(reply).value());
+  return out;
+}
+
+common::Status HostAgents::launch_all(const std::vector<hvd::v1::LaunchRequest>& requests,
+                                      milliseconds timeout, milliseconds grace) {
+  std::vector<common::Status> results(size());
+  for_each_agent(size(), [&](size_t i) { results[i] = clients_[i]->launch(requests[i], timeout); });
+  size_t failed = size();
+  for (size_t i = 0; i < size() && failed == size(); ++i) {
+    if (!results[i].is_ok()) failed = i;
+  }
+  if (failed == size()) return common::Status::ok();
+
+  // Nothing of the job may stay behind on the hosts that did start.
+  for_each_agent(size(), [&](size_t i) {
+    if (!results[i].is_ok() || requests[i].workers_size() == 0) return;
+    auto killed = clients_[i]->terminate(requests[i].job_id(), grace, grace + timeout);
+    if (!killed.is_ok()) spdlog::warn("{}", killed.status().to_string());
+  });
+  const common::Status& error = results[failed];
+  const AgentTarget& target = targets_[failed];
+  return {error.code(), target.local ? error.message()
+                                     : error.message() + " on host " + target.host};
+}
+
+void HostAgents::watch_all(const std::string& job_id, EventQueue& queue) {
+  for (size_t i = 0; i < size(); ++i) clients_[i]->start_watch(job_id, queue, static_cast<int>(i));
+}
+
+common::Result<int> HostAgents::terminate_all(const std::string& job_id, milliseconds grace,
+                                              milliseconds timeout, const std::vector<bool>& lost,
+                                              milliseconds lost_timeout) {
+  std::vector<common::Result<int>> results(size(), 0);
+  for_each_agent(size(), [&](size_t i) {
+    bool is_lost = i < lost.size() && lost[i];
+    results[i] = clients_[i]->terminate(job_id, grace, is_lost ? lost_timeout : timeout);
+  });
+  int killed = 0;
+  for (size_t i = 0; i < size(); ++i) {
+    if (results[i].is_ok()) {
+      killed += *results[i];
+    } else if (i < lost.size() && lost[i]) {
+      // Expected: the agent is gone, or its hvd-agent ends the orphaned job.
+      spdlog::debug("{}", results[i].status().to_string());
+    } else {
+      return results[i].status();
+    }
+  }
+  return killed;
+}
+
+common::Status HostAgents::signal_all(const std::string& job_id, int signo,
+                                      milliseconds timeout) {
+  std::vector<common::Status> results(size());
+  for_each_agent(size(), [&](size_t i) { results[i] = clients_[i]->signal(job_id, signo, timeout); });
+  for (auto& status : results) {
+    if (!status.is_ok()) return status;
+  }
+  return common::Status::ok();
+}
+
+void HostAgents::shutdown(milliseconds grace) {
+  for (auto& client : clients_) client->stop_watch();
+  if (embedded_) embedded_->shutdown(grace);
+  if (embedded_server_) embedded_server_->shutdown(kServerShutdownGrace);
+}
+
+}  // namespace hvd::launcher

@@ -1,0 +1,21 @@
+// The Launch request of each agent: the ranks it starts, each with the
+// command, its complete environment and the working directory.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "hvd/v1/agent.pb.h"
+#include "launcher/agent_targets.h"
+#include "launcher/worker_env.h"
+
+namespace hvd::launcher {
+
+// One request per target, same order; `envs` is indexed by rank.
+std::vector<hvd::v1::LaunchRequest> launch_requests(const std::string& job_id,
+                                                    const std::vector<AgentTarget>& targets,
+                                                    const std::vector<Environment>& envs,
+                                                    const std::vector<std::string>& command,
+                                                    const std::string& cwd);
+
+}  // namespace hvd::launcher

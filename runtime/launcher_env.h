@@ -1,0 +1,54 @@
+// Workers started by a foreign launcher (torchrun, Open MPI's mpirun, Slurm's
+// srun) instead of hvdrun: their launcher's variables read into who they are
+// and where the job's rendezvous is (rank 0 hosts it). Pure: everything comes
+// through the EnvLookup. Malformed or inconsistent values are an error naming
+// the variable and its value; the rules are in docs/environment.md.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "common/status.h"
+#include "runtime/world.h"
+
+namespace hvd::runtime {
+
+// Overrides that apply to every foreign launcher (besides HVD_RENDEZVOUS_ADDR,
+// HVD_JOB_TOKEN, HVD_JOB_ID, HVD_BIND_ADDRESS and HVD_HOSTNAME of the hvdrun
+// contract in common/worker_env.h).
+inline constexpr char kRendezvousHostVar[] = "HVD_RENDEZVOUS_HOST";
+inline constexpr char kRendezvousPortVar[] = "HVD_RENDEZVOUS_PORT";
+
+// The first port of the range Slurm and Open MPI jobs pick theirs from.
+inline constexpr int kForeignPortBase = 29472;
+inline constexpr int kForeignPortRange = 2000;
+
+struct LauncherWorld {
+  std::string launcher;  // "torchrun", "openmpi" or "slurm"
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;
+  int cross_rank = 0;
+  int cross_size = 1;
+  // Open MPI tells a process nothing about its host's index: when the ranks
+  // span several hosts, cross_rank/cross_size are found after the join from
+  // every rank's local rank (runtime/layout_exchange.h).
+  bool cross_from_peers = false;
+  // Empty (and port 0, no token) when size == 1: a world of one needs no rendezvous.
+  std::string rendezvous_host;
+  int rendezvous_port = 0;
+  std::string job_token;       // secret when it came from HVD_JOB_TOKEN: never logged
+  bool token_derived = false;  // true: derived from the job's identifiers (runtime/job_token.h)
+  std::string job_id;
+
+  std::string rendezvous_addr() const;  // "host:port" ("[v6]:port"), "" without a rendezvous
+};
+
+// nullopt when none of the launchers' variables is set. Precedence, innermost
+// launcher first: torchrun (RANK/WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_*),
+// Slurm (SLURM_PROCID) - `srun torchrun ...` and `mpirun` inside an sbatch
+// script leave Slurm's variables in the workers' environment.
+common::Result<std::optional<LauncherWorld>> detect_launcher(const EnvLookup& lookup);
+
+}  // namespace hvd::runtime

@@ -1,0 +1,130 @@
+#include <catch2/catch.hpp>
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include "common/secret_file.h"
+
+using hvd::common::read_secret_file;
+using hvd::common::StatusCode;
+
+namespace {
+
+constexpr char kSecret[] = "s3cr3t-value-0123456789abcdef";
+
+// A private temporary directory, removed at the end of the test.
+struct TempDir {
+  TempDir() {
+    char tmpl[] = "/tmp/hvd-secret-test-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    path = tmpl;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(path, ec);
+  }
+  // Writes `text` to a file with `mode`; returns its path.
+  std::string file(const std::string& name, const std::string& text, mode_t mode) const {
+    const std::string p = path + "/" + name;
+    std::ofstream(p, std::ios::binary) << text;
+    REQUIRE(::chmod(p.c_str(), mode) == 0);
+    return p;
+  }
+  std::string path;
+};
+
+// The error of reading `path`; its message never holds the secret.
+hvd::common::Status error_of(const std::string& path, const std::string& content = kSecret) {
+  auto result = read_secret_file(path);
+  REQUIRE_FALSE(result.is_ok());
+  CHECK_THAT(result.status().message(), !Catch::Contains(content));
+  CHECK_THAT(result.status().message(), Catch::Contains(path));
+  return result.status();
+}
+
+}  // namespace
+
+TEST_CASE("read_secret_file reads a 0600 file without its trailing newline") {
+  TempDir dir;
+  auto secret = read_secret_file(dir.file("secret", std::string(kSecret) + "\n", 0600));
+  REQUIRE(secret.is_ok());
+  CHECK(*secret == kSecret);
+  // CRLF and trailing blanks go as well; inner ones stay.
+  auto crlf = read_secret_file(dir.file("crlf", "with inner blank 0123\r\n \t\n", 0600));
+  REQUIRE(crlf.is_ok());
+  CHECK(*crlf == "with inner blank 0123");
+  // 0400 is fine too.
+  auto read_only = read_secret_file(dir.file("ro", kSecret, 0400));
+  REQUIRE(read_only.is_ok());
+  CHECK(*read_only == kSecret);
+}
+
+TEST_CASE("read_secret_file refuses a file others can read, naming its mode") {
+  TempDir dir;
+  for (mode_t mode : {0644, 0640, 0604, 0660, 0602}) {
+    char octal[8];
+    std::snprintf(octal, sizeof(octal), "%04o", mode);
+    INFO("mode " << octal);
+    auto status = error_of(dir.file(std::string("secret-") + octal, kSecret, mode));
+    CHECK(status.code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(status.message(), Catch::Contains(std::string("mode ") + octal));
+    CHECK_THAT(status.message(), Catch::Contains("chmod 600"));
+  }
+}
+
+TEST_CASE("read_secret_file refuses missing files, directories and short secrets") {
+  TempDir dir;
+  SECTION("missing") {
+    auto status = error_of(dir.path + "/absent");
+    CHECK(status.code() == StatusCode::kNotFound);
+  }
+  SECTION("a directory") {
+    const std::string sub = dir.path + "/sub";
+    REQUIRE(::mkdir(sub.c_str(), 0700) == 0);
+    auto status = error_of(sub);
+    CHECK(status.code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(status.message(), Catch::Contains("not a regular file"));
+  }
+  SECTION("shorter than the minimum, after trimming") {
+    const std::string short_secret = "tiny-secret-15b";  // 15 bytes
+    REQUIRE(short_secret.size() < hvd::common::kMinSecretBytes);
+    auto status = error_of(dir.file("short", short_secret + "\n\n", 0600), short_secret);
+    CHECK(status.code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(status.message(), Catch::Contains("15 bytes"));
+  }
+  SECTION("empty") {
+    auto status = error_of(dir.file("empty", "", 0600), "\n");
+    CHECK(status.code() == StatusCode::kInvalidArgument);
+  }
+  SECTION("too large") {
+    const std::string big(70 * 1024, 'x');
+    auto status = error_of(dir.file("big", big, 0600), std::string(32, 'x'));
+    CHECK(status.code() == StatusCode::kInvalidArgument);
+    CHECK_THAT(status.message(), Catch::Contains("64 KiB"));
+  }
+  SECTION("exactly the minimum is enough") {
+    const std::string sixteen(hvd::common::kMinSecretBytes, 'k');
+    auto secret = read_secret_file(dir.file("sixteen", sixteen, 0600));
+    REQUIRE(secret.is_ok());
+    CHECK(*secret == sixteen);
+  }
+}
+
+TEST_CASE("read_secret_file follows a symlink to a private file but checks the target") {
+  TempDir dir;
+  const std::string target = dir.file("target", kSecret, 0644);
+  const std::string link = dir.path + "/link";
+  REQUIRE(::symlink(target.c_str(), link.c_str()) == 0);
+  // The link's own mode (0777) does not matter; the target's does.
+  auto status = error_of(link);
+  CHECK_THAT(status.message(), Catch::Contains("mode 0644"));
+  REQUIRE(::chmod(target.c_str(), 0600) == 0);
+  auto secret = read_secret_file(link);
+  REQUIRE(secret.is_ok());
+  CHECK(*secret == kSecret);
+}

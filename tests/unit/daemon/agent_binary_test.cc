@@ -1,0 +1,204 @@
+// The hvd-agent executable as a user runs it: exit codes, the listening
+// line, and SIGTERM terminating the workers of its jobs.
+#include <catch2/catch.hpp>
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "agent_fixture.h"
+#include "test_util.h"
+
+#ifndef HVD_AGENT_BIN
+#error "HVD_AGENT_BIN must name the hvd-agent executable"
+#endif
+
+extern char** environ;
+
+using namespace std::chrono_literals;
+using hvd::daemon::test::agent_context;
+using hvd::daemon::test::eventually;
+using hvd::daemon::test::kAgentSecret;
+using hvd::daemon::test::launch_request;
+using hvd::daemon::test::process_gone;
+namespace v1 = hvd::v1;
+
+namespace {
+
+// A private directory with a 0600 secret file, removed at the end.
+struct SecretDir {
+  SecretDir() {
+    char tmpl[] = "/tmp/hvd-agent-bin-test-XXXXXX";
+    REQUIRE(::mkdtemp(tmpl) != nullptr);
+    dir = tmpl;
+    secret_file = dir + "/secret";
+    std::ofstream(secret_file) << kAgentSecret << "\n";
+    REQUIRE(::chmod(secret_file.c_str(), 0600) == 0);
+  }
+  ~SecretDir() {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+  }
+  std::string dir, secret_file;
+};
+
+// hvd-agent with `args`, its stderr on a pipe, without HVD_SECRET_FILE.
+class AgentProcess {
+ public:
+  explicit AgentProcess(const std::vector<std::string>& args) {
+    int fds[2];
+    REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+    std::vector<std::string> argv_strings = {HVD_AGENT_BIN};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : argv_strings) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<char*> envp;
+    for (char** e = environ; *e; ++e) {
+      if (std::string(*e).rfind("HVD_SECRET_FILE=", 0) != 0) envp.push_back(*e);
+    }
+    envp.push_back(nullptr);
+    const int rc = ::posix_spawn(&pid_, HVD_AGENT_BIN, &actions, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(fds[1]);
+    err_fd_ = fds[0];
+    REQUIRE(rc == 0);
+  }
+  ~AgentProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    ::close(err_fd_);
+  }
+
+  // Reads stderr until `pattern` matches a line or the deadline passes;
+  // returns the first capture group of the match ("" when none).
+  std::string wait_for_line(const std::regex& pattern, std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      size_t newline;
+      while ((newline = buffer_.find('\n', scanned_)) != std::string::npos) {
+        std::string line = buffer_.substr(scanned_, newline - scanned_);
+        scanned_ = newline + 1;
+        std::smatch m;
+        if (std::regex_search(line, m, pattern)) return m.size() > 1 ? m[1].str() : line;
+      }
+      if (!read_some(100ms)) break;
+    }
+    return "";
+  }
+
+  // Waits for the exit; the exit code, 128+N for signal N, -1 at the deadline.
+  int wait_exit(std::chrono::milliseconds timeout = 15s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      read_some(20ms);  // keep the pipe drained
+      int status = 0;
+      const pid_t done = ::waitpid(pid_, &status, WNOHANG);
+      if (done == pid_) {
+        pid_ = -1;
+        while (read_some(0ms)) {
+        }
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+    }
+    return -1;
+  }
+
+  void signal(int sig) { ::kill(pid_, sig); }
+  const std::string& stderr_text() const { return buffer_; }
+
+ private:
+  // False at end of file or error.
+  bool read_some(std::chrono::milliseconds timeout) {
+    pollfd p{err_fd_, POLLIN, 0};
+    if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) return timeout.count() > 0;
+    char chunk[4096];
+    const ssize_t n = ::read(err_fd_, chunk, sizeof(chunk));
+    if (n <= 0) return false;
+    buffer_.append(chunk, static_cast<size_t>(n));
+    return true;
+  }
+
+  pid_t pid_ = -1;
+  int err_fd_ = -1;
+  std::string buffer_;
+  size_t scanned_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("hvd-agent serves on the port it logs and SIGTERM ends it and its workers") {
+  SecretDir secret;
+  AgentProcess agent({"--secret-file", secret.secret_file, "--listen", "127.0.0.1:0", "--slots",
+                      "3", "--log-level", "info"});
+  const std::string port = agent.wait_for_line(std::regex("listening on 127\\.0\\.0\\.1:(\\d+)"));
+  INFO(agent.stderr_text());
+  REQUIRE_FALSE(port.empty());
+
+  auto stub = v1::Agent::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + port, grpc::InsecureChannelCredentials()));
+  v1::InfoReply info;
+  REQUIRE(stub->Info(agent_context("Agent.Info").get(), v1::InfoRequest(), &info).ok());
+  CHECK(info.slots() == 3);
+  // A worker that ignores SIGTERM is killed after the grace.
+  auto req = launch_request("bin-job", {{"sleep", "100"}, {"sh", "-c", "trap '' TERM; sleep 100"}});
+  v1::LaunchReply reply;
+  REQUIRE(stub->Launch(agent_context("Agent.Launch").get(), req, &reply).ok());
+  REQUIRE(reply.started_size() == 2);
+  CHECK_FALSE(agent.wait_for_line(std::regex("job=bin-job rank=1 pid=\\d+ started")).empty());
+
+  agent.signal(SIGTERM);
+  CHECK(agent.wait_exit() == 0);
+  for (const auto& started : reply.started()) CHECK(process_gone(started.pid()));
+  CHECK_THAT(agent.stderr_text(), Catch::Contains("SIGTERM received"));
+  CHECK_THAT(agent.stderr_text(), !Catch::Contains(kAgentSecret));
+}
+
+TEST_CASE("hvd-agent exits 2 naming a bad flag value, 1 when it cannot listen") {
+  SecretDir secret;
+  {
+    AgentProcess agent({"--secret-file", secret.secret_file, "--slots", "lots"});
+    CHECK(agent.wait_exit() == 2);
+    CHECK(agent.stderr_text() == "hvd-agent: error: --slots 'lots': expected a whole number "
+                                 "from 1 to 1048576\n");
+  }
+  {
+    AgentProcess agent({"--listen", "127.0.0.1:0"});  // no secret
+    CHECK(agent.wait_exit() == 2);
+    CHECK_THAT(agent.stderr_text(), Catch::StartsWith("hvd-agent: error: --secret-file"));
+  }
+  {
+    const std::string loose = secret.dir + "/loose";
+    std::ofstream(loose) << kAgentSecret;
+    REQUIRE(::chmod(loose.c_str(), 0644) == 0);
+    AgentProcess agent({"--secret-file", loose, "--listen", "127.0.0.1:0"});
+    CHECK(agent.wait_exit() == 2);
+    CHECK_THAT(agent.stderr_text(), Catch::Contains("mode 0644"));
+    CHECK_THAT(agent.stderr_text(), !Catch::Contains(kAgentSecret));
+  }
+  {
+    // An address of no interface here (TEST-NET-1).
+    AgentProcess agent({"--secret-file", secret.secret_file, "--listen", "192.0.2.1:29470"});
+    CHECK(agent.wait_exit() == 1);
+    CHECK_THAT(agent.stderr_text(),
+               Catch::Contains("hvd-agent: error: cannot listen on 192.0.2.1:29470"));
+  }
+}

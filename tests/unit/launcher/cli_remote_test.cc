@@ -1,0 +1,107 @@
+// The options for remote hosts: --agent-port, --secret-file (HVD_SECRET_FILE),
+// --tls-*, --network-interface.
+#include <catch2/catch.hpp>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "launcher/cli.h"
+
+using namespace hvd::launcher;
+
+namespace {
+
+std::map<std::string, std::string> g_env;
+
+const char* fake_getenv(const char* name) {
+  auto it = g_env.find(name);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+
+LaunchOptions parse_ok(std::vector<std::string> args) {
+  args.push_back("prog");
+  CliOutcome outcome = parse_command_line(args, fake_getenv);
+  if (auto* e = std::get_if<CliExit>(&outcome))
+    FAIL("unexpected exit " << e->code << ": " << e->err);
+  return std::get<LaunchOptions>(std::move(outcome));
+}
+
+std::string parse_error(std::vector<std::string> args) {
+  args.push_back("prog");
+  CliOutcome outcome = parse_command_line(args, fake_getenv);
+  auto* e = std::get_if<CliExit>(&outcome);
+  REQUIRE(e != nullptr);
+  CHECK(e->code == 2);
+  CHECK_THAT(e->err, Catch::StartsWith("hvdrun: error: "));
+  CHECK(e->err.find('\n') == e->err.size() - 1);
+  return e->err;
+}
+
+}  // namespace
+
+TEST_CASE("remote options have their defaults") {
+  g_env.clear();
+  auto o = parse_ok({"-np", "2"});
+  CHECK(o.agent_port == 29470);
+  CHECK(o.agent_port == kDefaultAgentPort);
+  CHECK(o.secret_file.empty());
+  CHECK_FALSE(o.tls.enabled());
+  CHECK(o.network_interfaces.empty());
+}
+
+TEST_CASE("agent port: --agent-port takes a port number and names a bad one") {
+  g_env.clear();
+  CHECK(parse_ok({"-np", "1", "--agent-port", "1234"}).agent_port == 1234);
+  CHECK(parse_ok({"-np", "1", "--agent-port=65535"}).agent_port == 65535);
+  for (const char* bad : {"abc", "0", "65536", "-5", "12x", ""}) {
+    INFO(bad);
+    CHECK_THAT(parse_error({"-np", "1", "--agent-port", bad}),
+               Catch::Contains(std::string("--agent-port '") + bad + "'"));
+  }
+}
+
+TEST_CASE("secret file: --secret-file, else HVD_SECRET_FILE") {
+  g_env.clear();
+  CHECK(parse_ok({"-np", "1", "--secret-file", "/etc/hvd/secret"}).secret_file ==
+        "/etc/hvd/secret");
+  g_env["HVD_SECRET_FILE"] = "/from/env";
+  CHECK(parse_ok({"-np", "1"}).secret_file == "/from/env");
+  CHECK(parse_ok({"-np", "1", "--secret-file", "/flag"}).secret_file == "/flag");
+  CHECK_THAT(parse_error({"-np", "1", "--secret-file="}), Catch::Contains("--secret-file"));
+  g_env.clear();
+}
+
+TEST_CASE("TLS: --tls-cert, --tls-key and --tls-ca go together") {
+  g_env.clear();
+  auto o = parse_ok({"-np", "1", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--tls-ca", "ca.pem"});
+  CHECK(o.tls.enabled());
+  CHECK(o.tls.cert == "c.pem");
+  CHECK(o.tls.key == "k.pem");
+  CHECK(o.tls.ca == "ca.pem");
+  CHECK_THAT(parse_error({"-np", "1", "--tls-cert", "c.pem"}), Catch::Contains("--tls-key"));
+  CHECK_THAT(parse_error({"-np", "1", "--tls-cert", "c.pem", "--tls-key", "k.pem"}),
+             Catch::Contains("--tls-ca"));
+  CHECK_THAT(parse_error({"-np", "1", "--tls-ca", "ca.pem", "--tls-key", "k.pem"}),
+             Catch::Contains("--tls-cert"));
+}
+
+TEST_CASE("interfaces: --network-interface lists names in order") {
+  g_env.clear();
+  CHECK(parse_ok({"-np", "1", "--network-interface", "eth0"}).network_interfaces ==
+        std::vector<std::string>{"eth0"});
+  CHECK(parse_ok({"-np", "1", "--network-interface", "ib0, eth0"}).network_interfaces ==
+        std::vector<std::string>{"ib0", "eth0"});
+  CHECK_THAT(parse_error({"-np", "1", "--network-interface", "eth0,,ib0"}),
+             Catch::Contains("--network-interface 'eth0,,ib0'"));
+  CHECK_THAT(parse_error({"-np", "1", "--network-interface", "eth0,a b"}),
+             Catch::Contains("'a b' is not an interface name"));
+}
+
+TEST_CASE("the remote options are hvdrun's, not the command's") {
+  g_env.clear();
+  CliOutcome outcome =
+      parse_command_line({"-np", "1", "--agent-port", "4000", "prog", "--agent-port", "x"}, fake_getenv);
+  auto& o = std::get<LaunchOptions>(outcome);
+  CHECK(o.agent_port == 4000);
+  CHECK(o.command == std::vector<std::string>{"prog", "--agent-port", "x"});
+}

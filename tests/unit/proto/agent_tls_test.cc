@@ -1,0 +1,159 @@
+// Mutual TLS end to end: a real GrpcServer serving an AgentService with the
+// credentials of proto/tls_credentials.h, and clients with and without
+// certificates. The certificates are made with openssl at test time.
+#include <grpcpp/grpcpp.h>
+
+#include <catch2/catch.hpp>
+
+#include "daemon/agent_service.h"
+#include "daemon/grpc_server.h"
+#include "hvd/v1/agent.grpc.pb.h"
+#include "proto/agent_auth.h"
+#include "proto/tls_credentials.h"
+#include "test_certs.h"
+
+using namespace std::chrono_literals;
+using hvd::daemon::AgentOptions;
+using hvd::daemon::AgentService;
+using hvd::daemon::GrpcServer;
+using hvd::daemon::ServerOptions;
+using hvd::proto::TlsFiles;
+using hvd::proto::test::TestCerts;
+namespace v1 = hvd::v1;
+
+namespace {
+
+constexpr char kSecret[] = "tls-test-agent-secret-0123456789";
+
+struct TlsAgent {
+  explicit TlsAgent(const TestCerts& certs) : service(AgentOptions{kSecret, 3}) {
+    auto credentials =
+        hvd::proto::server_credentials(TlsFiles{certs.server_cert, certs.server_key, certs.ca});
+    REQUIRE(credentials.is_ok());
+    ServerOptions options;
+    options.credentials = *credentials;
+    auto started = GrpcServer::start("127.0.0.1", 0, {&service}, options);
+    REQUIRE(started.is_ok());
+    server = std::move(started).value();
+  }
+  ~TlsAgent() {
+    service.shutdown(1000ms);
+    server->shutdown(1000ms);
+  }
+
+  AgentService service;
+  std::unique_ptr<GrpcServer> server;
+};
+
+// Info over a channel with `credentials`, proving `secret`.
+grpc::Status info(const std::string& address,
+                  const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+                  const std::string& secret, v1::InfoReply* reply) {
+  auto stub = v1::Agent::NewStub(grpc::CreateChannel(address, credentials));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 5s);
+  hvd::proto::attach_agent_proof(ctx, secret, "Agent.Info");
+  return stub->Info(&ctx, v1::InfoRequest(), reply);
+}
+
+std::shared_ptr<grpc::ChannelCredentials> client_tls(const TlsFiles& files) {
+  auto credentials = hvd::proto::channel_credentials(files);
+  REQUIRE(credentials.is_ok());
+  return *credentials;
+}
+
+}  // namespace
+
+TEST_CASE("Agent over mutual TLS serves clients with a certificate and the secret only") {
+  std::string why;
+  const TestCerts* certs = hvd::proto::test::shared_test_certs(&why);
+  if (!certs) {
+    WARN("skipped: " << why);
+    return;
+  }
+  TlsAgent agent(*certs);
+  const std::string address = agent.server->address();
+  const auto with_cert = client_tls({certs->client_cert, certs->client_key, certs->ca});
+
+  SECTION("a client with a certificate of the CA and the right secret") {
+    v1::InfoReply reply;
+    auto status = info(address, with_cert, kSecret, &reply);
+    INFO(status.error_message());
+    REQUIRE(status.ok());
+    CHECK(reply.slots() == 3);
+    CHECK_FALSE(reply.hostname().empty());
+
+    // Launch and Watch work over the same credentials.
+    auto stub = v1::Agent::NewStub(grpc::CreateChannel(address, with_cert));
+    v1::LaunchRequest launch;
+    launch.set_job_id("tls-job");
+    auto* worker = launch.add_workers();
+    worker->add_argv("sh");
+    worker->add_argv("-c");
+    worker->add_argv("echo over-tls");
+    (*worker->mutable_env())["PATH"] = "/usr/bin:/bin";
+    grpc::ClientContext lctx;
+    hvd::proto::attach_agent_proof(lctx, kSecret, "Agent.Launch");
+    v1::LaunchReply started;
+    REQUIRE(stub->Launch(&lctx, launch, &started).ok());
+    grpc::ClientContext wctx;
+    wctx.set_deadline(std::chrono::system_clock::now() + 10s);
+    hvd::proto::attach_agent_proof(wctx, kSecret, "Agent.Watch");
+    v1::WatchRequest wreq;
+    wreq.set_job_id("tls-job");
+    auto reader = stub->Watch(&wctx, wreq);
+    std::vector<v1::WatchEvent> events;
+    v1::WatchEvent event;
+    while (reader->Read(&event)) events.push_back(event);
+    REQUIRE(reader->Finish().ok());
+    REQUIRE(events.size() == 2);
+    CHECK(events[0].output().text() == "over-tls");
+    CHECK(events[1].exit().exit_code() == 0);
+  }
+  SECTION("a client with a certificate but the wrong secret") {
+    v1::InfoReply reply;
+    auto status = info(address, with_cert, "not-the-secret-of-this-agent", &reply);
+    CHECK(status.error_code() == grpc::StatusCode::UNAUTHENTICATED);
+  }
+  SECTION("a TLS client without a certificate") {
+    grpc::SslCredentialsOptions options;
+    options.pem_root_certs = hvd::proto::test::read_file(certs->ca);
+    v1::InfoReply reply;
+    auto status = info(address, grpc::SslCredentials(options), kSecret, &reply);
+    CHECK_FALSE(status.ok());
+    CHECK(status.error_code() != grpc::StatusCode::UNAUTHENTICATED);  // never got that far
+  }
+  SECTION("a client that does not trust the agent's CA") {
+    v1::InfoReply reply;
+    auto status =
+        info(address, client_tls({certs->client_cert, certs->client_key, certs->other_ca}), kSecret,
+             &reply);
+    CHECK_FALSE(status.ok());
+  }
+  SECTION("a plaintext client") {
+    v1::InfoReply reply;
+    auto status = info(address, grpc::InsecureChannelCredentials(), kSecret, &reply);
+    CHECK_FALSE(status.ok());
+    CHECK(status.error_code() != grpc::StatusCode::UNAUTHENTICATED);
+  }
+}
+
+TEST_CASE("TLS credentials need all three files, each readable PEM") {
+  std::string why;
+  const TestCerts* certs = hvd::proto::test::shared_test_certs(&why);
+  if (!certs) {
+    WARN("skipped: " << why);
+    return;
+  }
+  auto partial = hvd::proto::server_credentials(TlsFiles{certs->server_cert, "", certs->ca});
+  REQUIRE_FALSE(partial.is_ok());
+  CHECK_THAT(partial.status().message(), Catch::Contains("--tls-key"));
+  auto missing = hvd::proto::server_credentials(
+      TlsFiles{certs->server_cert, certs->dir + "/absent.key", certs->ca});
+  REQUIRE_FALSE(missing.is_ok());
+  CHECK_THAT(missing.status().message(), Catch::Contains("absent.key"));
+  auto not_pem = hvd::proto::server_credentials(
+      TlsFiles{certs->server_cert, certs->dir + "/server.ext", certs->ca});
+  REQUIRE_FALSE(not_pem.is_ok());
+  CHECK_THAT(not_pem.status().message(), Catch::Contains("not PEM"));
+}
