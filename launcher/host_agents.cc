@@ -80,9 +80,19 @@ common::Status HostAgents::describe_info_failure(size_t agent, const common::Sta
             "the agent on host " + target.host +
                 " refused the credentials (check --secret-file/TLS): " + status.message()};
   }
-  return common::unavailable("cannot reach the agent on host " + target.host + " (" +
-                             target.address + ") within " + std::to_string(timeout.count()) +
-                             " s: " + status.message());
+  // A TLS mismatch (one side with TLS, the other without, or a certificate
+  // the other side does not trust) only shows as a closed connection here.
+  const std::string& why = status.message();
+  const bool tls_like = why.find("Socket closed") != std::string::npos ||
+                        why.find("handshake") != std::string::npos ||
+                        why.find("SSL") != std::string::npos ||
+                        why.find("certificate") != std::string::npos;
+  return common::unavailable(
+      "cannot reach the agent on host " + target.host + " (" + target.address + ") within " +
+      std::to_string(timeout.count()) + " s: " + why +
+      (tls_like ? " (a TLS mismatch? check --tls-cert/--tls-key/--tls-ca on both sides; the "
+                  "agent's log names the reason)"
+                : ""));
 }
 
 common::Result<std::vector<hvd::v1::InfoReply>> HostAgents::info_all(

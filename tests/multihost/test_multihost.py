@@ -145,6 +145,7 @@ def test_mutual_tls(cluster, agents, hvdrun, secret, tls):
     assert r.returncode != 0, r.stdout
     assert "should not run" not in r.stdout
     assert re.search(r"host h[123]\b", r.stderr), r.stderr
+    assert "TLS mismatch" in r.stderr, r.stderr
     assert time.monotonic() - start < 15, f"took {time.monotonic() - start:.1f} s"
 
     # A client certificate the agents' CA did not sign: the handshake fails.
@@ -153,6 +154,7 @@ def test_mutual_tls(cluster, agents, hvdrun, secret, tls):
                 "--tls-ca", tls["ca"], "--start-timeout", "5", "sh", "-c", "echo should not run"],
                timeout=40)
     assert r.returncode != 0 and re.search(r"host h2\b", r.stderr), r.stderr
+    assert "TLS mismatch" in r.stderr, r.stderr
     assert "should not run" not in r.stdout
     assert r.duration < 15, f"took {r.duration:.1f} s"
     for h in cluster.hosts:
