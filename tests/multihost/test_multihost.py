@@ -64,6 +64,26 @@ def test_ranks_are_host_major_with_bind_addresses(cluster, plain_agents, hvdrun,
         assert f"init_stamp: rank {rank} sum OK" in lines[rank]
 
 
+def test_network_interface_is_chosen_per_host(cluster, plain_agents, hvdrun, secret):
+    # The first listed interface a host has wins: every namespace has eth0 only.
+    r = hvdrun(["-H", HOSTS, "--secret-file", secret, "--network-interface", "nosuch0,eth0",
+                executable("init_stamp")], timeout=60)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    got = {}
+    for lines in worker_lines(r.stdout).values():
+        got.update(stamps(lines))
+    assert sorted(got) == list(range(6)), r.stdout
+    for rank, m in got.items():
+        assert m.group(8) == cluster.host(expected_placement(rank)[0]).address, m.group(0)
+
+    # No host has the interface: a usage error naming a host and the name, nothing started.
+    r = hvdrun(["-H", HOSTS, "--secret-file", secret, "--network-interface", "nosuch0",
+                "sh", "-c", "echo should not run"], timeout=60)
+    assert r.returncode == 2, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert "should not run" not in r.stdout
+    assert re.search(r"host h[123]\b.*nosuch0", r.stderr), r.stderr
+
+
 def test_python_workers_see_their_hosts(cluster, plain_agents, hvdrun, secret):
     script = ("import os, sys, hvd\n"
               "hvd.init()\n"
