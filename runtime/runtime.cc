@@ -7,6 +7,7 @@
 #include <cstring>
 #include <limits>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -180,7 +181,7 @@ void Runtime::shutdown() {
     if ((*it)->engine) (*it)->engine->stop(common::aborted("hvd is shutting down"));
   }
   sets.clear();
-  timeline_.set(nullptr);
+  timeline_.exchange(nullptr);
   if (foreign_) {
     foreign_->finish(joined_, started_);
     foreign_.reset();
@@ -468,12 +469,26 @@ Status Runtime::start_timeline(const std::string& path) {
   if (world_.rank != 0) return Status::ok();  // rank 0 writes the job's timeline
   auto timeline = engine::Timeline::open(path, world_.rank);
   if (!timeline.is_ok()) return timeline.status();
-  timeline_.set(std::shared_ptr<engine::Timeline>(std::move(timeline).value()));
+  timeline_.exchange(std::shared_ptr<engine::Timeline>(std::move(timeline).value()));
   return Status::ok();
 }
 
 Status Runtime::stop_timeline() {
-  timeline_.set(nullptr);
+  std::shared_ptr<engine::Timeline> last = timeline_.exchange(nullptr);
+  if (!last) return Status::ok();
+  // An engine cycle may still hold it (recording the end of an op whose
+  // handle already completed). The file must be whole when this returns, so
+  // wait for those cycles (bounded: a cycle never takes this long unless a
+  // transport is stuck, and then the last cycle closes the file).
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (last.use_count() > 1 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  if (last.use_count() > 1) {
+    spdlog::warn("hvd_stop_timeline: an engine cycle still writes the timeline after 10 s; "
+                 "the file is closed when it ends");
+  }
+  last.reset();  // the last user closes the file
   return Status::ok();
 }
 

@@ -19,14 +19,12 @@ class TimelineSlot {
     return timeline_;
   }
 
-  // Replaces the timeline (null: none); the previous one closes when its last
-  // user lets go of it, outside this lock.
-  void set(std::shared_ptr<Timeline> timeline) {
-    std::shared_ptr<Timeline> previous;
-    {
-      std::lock_guard lock(mu_);
-      previous = std::exchange(timeline_, std::move(timeline));
-    }
+  // Replaces the timeline (null: none) and returns the previous one, which
+  // closes its file when its last user (this caller or an engine cycle)
+  // lets go of it.
+  std::shared_ptr<Timeline> exchange(std::shared_ptr<Timeline> timeline) {
+    std::lock_guard lock(mu_);
+    return std::exchange(timeline_, std::move(timeline));
   }
 
  private:

@@ -158,6 +158,8 @@ HVD_EXPORT int hvd_process_set_ranks(int32_t id, int32_t* ranks, int32_t n);
  * Rank 0 writes the Chrome-trace file; on other ranks these are no-ops. Safe
  * while ops run. */
 HVD_EXPORT int hvd_start_timeline(const char* path);
+/* Returns once the file is complete (every op that finished before the call
+ * recorded, the JSON array closed). */
 HVD_EXPORT int hvd_stop_timeline(void);
 
 /* Looks up the constant called `name` ("HVD_FLOAT32", "HVD_OP_SUM",

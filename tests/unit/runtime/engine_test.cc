@@ -493,10 +493,10 @@ TEST_CASE("engine: the timeline shows each tensor's phases", "[engine]") {
     EngineWorld w(o);
     auto opened = Timeline::open(path, 0);
     REQUIRE(opened.is_ok());
-    slot.set(std::shared_ptr<Timeline>(std::move(opened).value()));  // while the engines run
+    slot.exchange(std::shared_ptr<Timeline>(std::move(opened).value()));  // while the engines run
     CHECK_NO_PROBLEMS(on_ranks(2, [&](int r) { return allreduce_all(w, r, names("tl", 5)); }));
     CHECK_NO_PROBLEMS(on_ranks(2, [&](int r) { return allreduce_all(w, r, {"single"}, 1000); }));
-    slot.set(nullptr);  // stopped while the engines run
+    slot.exchange(nullptr);  // stopped while the engines run
     CHECK_NO_PROBLEMS(on_ranks(2, [&](int r) { return allreduce_all(w, r, {"untraced"}); }));
   }
   std::ifstream in(path);
