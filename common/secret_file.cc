@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 
 namespace hvd::common {
 
@@ -59,6 +60,10 @@ Result<std::string> read_secret_file(const std::string& path) {
     }
   }
   ::close(fd);
+  return check_secret(std::move(secret), where);
+}
+
+Result<std::string> check_secret(std::string secret, const std::string& where) {
   while (!secret.empty() && (secret.back() == '\n' || secret.back() == '\r' ||
                              secret.back() == ' ' || secret.back() == '\t')) {
     secret.pop_back();

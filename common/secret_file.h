@@ -19,4 +19,8 @@ inline constexpr size_t kMinSecretBytes = 16;
 // empty or shorter than kMinSecretBytes; kNotFound: cannot be opened.
 Result<std::string> read_secret_file(const std::string& path);
 
+// `text` without trailing whitespace/newlines; kInvalidArgument naming
+// `where` (never the contents) when shorter than kMinSecretBytes.
+Result<std::string> check_secret(std::string text, const std::string& where);
+
 }  // namespace hvd::common

@@ -124,10 +124,18 @@ AgentCliOutcome parse_agent_command_line(const std::vector<std::string>& args,
 
   std::string secret_file, listen, slots, orphan_grace, log_level;
   proto::TlsFiles tls;
-  app.add_option("--secret-file", secret_file,
+  bool secret_stdin = false, exit_on_stdin_eof = false;
+  auto* secret_file_opt = app.add_option("--secret-file", secret_file,
                  "File (mode 0600 or 0400, >= 16 bytes) of the secret hvdrun must prove "
                  "[env HVD_SECRET_FILE]")
       ->type_name("FILE");
+  app.add_flag("--secret-stdin", secret_stdin,
+                "Read the secret (>= 16 bytes) from the first line of stdin instead "
+                "(hvdrun --ssh)")
+      ->excludes(secret_file_opt);
+  app.add_flag("--exit-on-stdin-eof", exit_on_stdin_eof,
+               "Job-scoped: stop like on SIGTERM when stdin (after the secret line) "
+               "reaches EOF; the ready line is always printed");
   app.add_option("--listen", listen, "Address and port to serve on (default 0.0.0.0:29470)")
       ->type_name("ADDR:PORT");
   app.add_option("--slots", slots,
@@ -187,15 +195,19 @@ AgentCliOutcome parse_agent_command_line(const std::vector<std::string>& args,
   if (auto s = proto::check_tls_files(tls); !s.is_ok()) return usage_error(s.message());
   config.tls = tls;
 
-  if (app.count("--secret-file") > 0) {
+  config.secret_stdin = secret_stdin;
+  config.exit_on_stdin_eof = exit_on_stdin_eof;
+  if (secret_stdin) {
+    // The secret comes from stdin; HVD_SECRET_FILE is not consulted.
+  } else if (app.count("--secret-file") > 0) {
     if (secret_file.empty()) return usage_error("--secret-file '': expected a file name");
     config.secret_file = secret_file;
   } else if (const char* env = lookup ? lookup("HVD_SECRET_FILE") : nullptr; env && *env) {
     config.secret_file = env;
   } else {
     return usage_error(
-        "--secret-file FILE is required (or HVD_SECRET_FILE): an agent without a secret "
-        "would run any command for anyone");
+        "--secret-file FILE or --secret-stdin is required (or HVD_SECRET_FILE): an agent "
+        "without a secret would run any command for anyone");
   }
   return config;
 }

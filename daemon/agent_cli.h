@@ -34,7 +34,12 @@ struct ListenAddress {
 
 struct AgentConfig {
   ListenAddress listen{"0.0.0.0", kAgentPort};
-  std::string secret_file;  // --secret-file, else $HVD_SECRET_FILE; never empty
+  std::string secret_file;  // --secret-file, else $HVD_SECRET_FILE; empty with --secret-stdin
+  // --secret-stdin: the secret is the first line of stdin (hvdrun --ssh).
+  bool secret_stdin = false;
+  // --exit-on-stdin-eof: job-scoped; EOF on stdin (after the secret line)
+  // stops the agent like SIGTERM, and the ready line is always printed.
+  bool exit_on_stdin_eof = false;
   int slots = 0;            // --slots, else the default given to the parser
   proto::TlsFiles tls;      // all three or none
   std::chrono::milliseconds orphan_grace{30'000};  // 0: never

@@ -4,7 +4,11 @@
 #include <spdlog/spdlog.h>
 #include <string.h>
 
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdio>
+#include <thread>
 
 #include "common/secret_file.h"
 #include "daemon/agent_service.h"
@@ -30,11 +34,48 @@ std::string signal_text(int signo) {
   return abbrev ? std::string("SIG") + abbrev : "signal " + std::to_string(signo);
 }
 
+// The first line of stdin, read a byte at a time so that nothing after it
+// is consumed (the EOF watcher reads the rest).
+common::Result<std::string> read_secret_line() {
+  std::string line;
+  for (;;) {
+    char c = 0;
+    const ssize_t n = ::read(STDIN_FILENO, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return common::not_found(std::string("cannot read the secret from stdin: ") +
+                                        ::strerror(errno));
+    if (n == 0 || c == '\n') break;
+    line += c;
+    if (line.size() > 64 * 1024) return common::invalid_argument("the secret on stdin is too long");
+  }
+  return common::check_secret(std::move(line), "the secret line on stdin");
+}
+
+common::Result<std::string> load_secret(const AgentConfig& config) {
+  return config.secret_stdin ? read_secret_line() : common::read_secret_file(config.secret_file);
+}
+
+// --exit-on-stdin-eof: stdin's EOF (the launcher or its ssh is gone) stops
+// the agent exactly like SIGTERM. Detached: it may still be blocked in read
+// when the agent exits.
+void watch_stdin_eof() {
+  std::thread([] {
+    char buffer[256];
+    for (;;) {
+      const ssize_t n = ::read(STDIN_FILENO, buffer, sizeof(buffer));
+      if (n > 0 || (n < 0 && errno == EINTR)) continue;
+      break;
+    }
+    // No logging here: the agent may be exiting already.
+    ::kill(::getpid(), SIGTERM);
+  }).detach();
+}
+
 }  // namespace
 
 int run_agent(const AgentConfig& config, const std::function<int()>& wait_for_stop,
               const std::function<void(const std::string&)>& on_listening) {
-  auto secret = common::read_secret_file(config.secret_file);
+  auto secret = load_secret(config);
   if (!secret.is_ok()) return fail(agent_exit::kUsage, secret.status().message());
   auto credentials = proto::server_credentials(config.tls);
   if (!credentials.is_ok()) return fail(agent_exit::kUsage, credentials.status().message());
@@ -64,8 +105,15 @@ int run_agent(const AgentConfig& config, const std::function<int()>& wait_for_st
                config.tls.enabled() ? "mutual" : "off",
                static_cast<double>(config.orphan_grace.count()) / 1000.0, kMaxReceiveBytes);
   // The ready line: scripts and tests wait for it (and read the port from it).
-  spdlog::info("listening on {}", address);
+  if (config.exit_on_stdin_eof && !spdlog::should_log(spdlog::level::info)) {
+    // Job-scoped (hvdrun --ssh): the launcher reads the port from this line.
+    std::fprintf(stderr, "hvd-agent: listening on %s\n", address.c_str());
+    std::fflush(stderr);
+  } else {
+    spdlog::info("listening on {}", address);
+  }
   if (on_listening) on_listening(address);
+  if (config.exit_on_stdin_eof) watch_stdin_eof();
 
   const int signo = wait_for_stop();
   spdlog::info("{} received: terminating every job's workers, then exiting",

@@ -198,6 +198,25 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
                      "Interfaces the workers bind to, first one a host has wins (remote jobs)")
           ->type_name("NAME[,NAME]");
 
+  // Remote hosts without daemons: a job-scoped agent over ssh.
+  bool ssh = false;
+  std::string ssh_port, ssh_command, ssh_agent_path;
+  app.add_flag("--ssh", ssh,
+               "Start a job-scoped hvd-agent on every remote host over ssh (no daemon or "
+               "--secret-file needed)");
+  auto* ssh_port_opt =
+      app.add_option("--ssh-port", ssh_port, "Port of the remote ssh servers (ssh -p)")
+          ->type_name("N");
+  auto* ssh_command_opt =
+      app.add_option("--ssh-command", ssh_command,
+                     "The ssh program and its options, split on spaces (default ssh; for "
+                     "wrappers)")
+          ->type_name("CMD");
+  auto* ssh_agent_opt =
+      app.add_option("--ssh-agent-path", ssh_agent_path,
+                     "hvd-agent on the remote hosts (default: hvd-agent from the remote PATH)")
+          ->type_name("PATH");
+
   // One flag per tunable of the settings table.
   std::map<std::string, std::string> tunable_values;
   std::vector<std::pair<const config::SettingSpec*, CLI::Option*>> tunables;
@@ -266,6 +285,34 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
     auto names = parse_interfaces(network_interfaces);
     if (!names.is_ok()) return usage_error(names.status().message());
     options.network_interfaces = std::move(names).value();
+  }
+
+  options.ssh = ssh;
+  for (const auto* opt : {ssh_port_opt, ssh_command_opt, ssh_agent_opt}) {
+    if (opt->count() > 0 && !ssh) return usage_error(opt->get_name() + " needs --ssh");
+  }
+  if (ssh) {
+    if (tls.enabled()) return usage_error("--ssh does not support --tls-*: the agents it "
+                                          "starts serve plaintext gRPC with a per-job secret");
+    if (secret_opt->count() > 0) {
+      return usage_error("--ssh generates a per-job secret: --secret-file is not used");
+    }
+    options.secret_file.clear();
+    if (ssh_port_opt->count() > 0 && !parse_port(ssh_port, options.ssh_port)) {
+      return usage_error("--ssh-port '" + ssh_port + "': not a port number (1-65535)");
+    }
+    if (ssh_command_opt->count() > 0) {
+      options.ssh_command.clear();
+      std::istringstream words(ssh_command);
+      for (std::string word; words >> word;) options.ssh_command.push_back(word);
+      if (options.ssh_command.empty()) return usage_error("--ssh-command '': expected a program");
+    }
+    if (ssh_agent_opt->count() > 0) {
+      if (ssh_agent_path.empty() || ssh_agent_path.find_first_of(" \t\n'\"") != std::string::npos)
+        return usage_error("--ssh-agent-path '" + ssh_agent_path +
+                           "': expected a path without blanks or quotes");
+      options.ssh_agent_path = ssh_agent_path;
+    }
   }
 
   // Hosts and the number of processes.

@@ -33,6 +33,13 @@ struct LaunchOptions {
   std::string secret_file;
   proto::TlsFiles tls;
   std::vector<std::string> network_interfaces;
+  // --ssh: each remote host gets a job-scoped hvd-agent started over ssh
+  // (launcher/ssh_agents.h) instead of a running daemon. ssh_command is
+  // --ssh-command split on spaces (default {"ssh"}); ssh_port 0: ssh's own.
+  bool ssh = false;
+  int ssh_port = 0;
+  std::vector<std::string> ssh_command{"ssh"};
+  std::string ssh_agent_path = "hvd-agent";
   std::vector<std::string> command;
   std::vector<std::string> warnings;  // for the user, one line each
 };

@@ -2,6 +2,7 @@
 // (the embedded one for this machine, hvd-agent for remote hosts), reads the
 // agents' credentials when a host is remote, and hands the job to the
 // JobDriver.
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +14,7 @@
 
 #include "common/logging.h"
 #include "launcher/agent_credentials.h"
+#include "proto/tls_credentials.h"
 #include "launcher/agent_targets.h"
 #include "launcher/cli.h"
 #include "launcher/exit_codes.h"
@@ -20,6 +22,7 @@
 #include "launcher/local_host.h"
 #include "launcher/signal_watcher.h"
 #include "launcher/slot_plan.h"
+#include "launcher/ssh_agents.h"
 
 namespace {
 
@@ -50,7 +53,19 @@ int run(int argc, char** argv) {
   // The embedded agent serves this machine; remote hosts need their hvd-agent.
   auto targets = plan_agent_targets(*plan, LocalIdentity::current(), options.agent_port);
   std::optional<RemoteCredentials> remote;
-  if (const AgentTarget* first = first_remote(targets)) {
+  // --ssh: job-scoped agents that end with this scope (every exit path).
+  SshAgents ssh_agents;
+  if (options.ssh && first_remote(targets) != nullptr) {
+    hvd::common::Status started = ssh_agents.start(
+        targets, options, std::chrono::seconds(options.settings.get_int("start_timeout")));
+    if (!started.is_ok()) {
+      std::fprintf(stderr, "hvdrun: error: %s\n", started.message().c_str());
+      return exit_code::kAgentFailure;
+    }
+    auto channel = hvd::proto::channel_credentials(options.tls);
+    if (!channel.is_ok()) return usage_error(channel.status().message());
+    remote = RemoteCredentials{ssh_agents.secret(), std::move(channel).value()};
+  } else if (const AgentTarget* first = first_remote(targets)) {
     auto credentials = remote_credentials(options, first->host);
     if (!credentials.is_ok()) return usage_error(credentials.status().message());
     remote = std::move(credentials).value();

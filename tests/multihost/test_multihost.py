@@ -234,3 +234,70 @@ def test_killed_launcher_leaves_no_orphans(cluster, plain_agents, hvdrun, secret
     assert_clean(cluster, plain_agents, timeout=15)
     for h in cluster.hosts:
         assert plain_agents[h.name].alive(), plain_agents[h.name].log()
+
+
+# ---- h. hvdrun --ssh: job-scoped agents, no daemons ---------------------------------
+
+FAKE_SSH = """#!/bin/sh
+# An ssh stand-in: [-o OPT] [-p PORT] HOST COMMAND... runs COMMAND in HOST's namespace.
+printf '%s\\n' "$*" >> "{log}"
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o|-p) shift 2 ;;
+    *) break ;;
+  esac
+done
+host=$1
+shift
+exec ip netns exec "{prefix}-$host" "$@"
+"""
+
+
+def _fake_ssh(cluster, tmp_path):
+    log = tmp_path / "ssh-argv.log"
+    script = tmp_path / "fake_ssh"
+    prefix = cluster.hosts[0].netns[:-len(cluster.hosts[0].name) - 1]
+    script.write_text(FAKE_SSH.format(log=log, prefix=prefix))
+    script.chmod(0o755)
+    return str(script), log
+
+
+def test_ssh_starts_job_scoped_agents(cluster, agents, hvdrun, tmp_path):
+    agents.stop_all()  # no daemons: --ssh starts its own agents
+    fake_ssh, log = _fake_ssh(cluster, tmp_path)
+    ssh = ["--ssh", "--ssh-command", fake_ssh, "--ssh-agent-path", executable("hvd-agent")]
+    r = hvdrun(["-H", HOSTS, *ssh, executable("init_stamp")], timeout=90)
+    assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert "agent on host" not in r.stderr, r.stderr  # the agents had nothing to say
+    lines = worker_lines(r.stdout)
+    assert sorted(lines) == list(range(6)), r.stdout
+    for rank in range(6):
+        host, local, cross = expected_placement(rank)
+        m = stamps(lines[rank]).get(rank)
+        assert m is not None, f"rank {rank}: {lines[rank]}"
+        assert (m.group(2), m.group(3), m.group(5), m.group(7)) == \
+            ("6", str(local), str(cross), host), m.group(0)
+    # One ssh per host; the secret went over stdin, never argv.
+    argvs = log.read_text().splitlines()
+    assert sorted(a.split()[2] for a in argvs) == ["h1", "h2", "h3"], argvs
+    for a in argvs:
+        assert "-o BatchMode=yes" in a and "--secret-stdin --exit-on-stdin-eof" in a, a
+        assert not re.search(r"\b[0-9a-f]{64}\b", a), a
+    # The job-scoped agents ended with hvdrun: nothing is left in any namespace.
+    assert_clean(cluster, agents, timeout=10)
+
+    # hvdrun killed mid-job: its ssh processes die with it, and so does everything remote.
+    job = hvdrun.start(["-H", HOSTS, *ssh, executable("init_stamp"), "--sleep", "120"])
+    job.wait_for(lambda lines: len(stamps(lines)) == 6, timeout=60)
+    job.kill()
+    assert_clean(cluster, agents, timeout=10)
+
+    # An agent that cannot start: exit 1 naming the host, within seconds.
+    r = hvdrun(["-H", HOSTS, "--ssh", "--ssh-command", fake_ssh, "--ssh-agent-path",
+                "/nonexistent/hvd-agent", "sh", "-c", "echo should not run"], timeout=40)
+    assert r.returncode == 1, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert re.search(r"cannot start the agent on host h[123] over ssh: .*nonexistent",
+                     r.stderr), r.stderr
+    assert "should not run" not in r.stdout
+    assert r.duration < 15, f"took {r.duration:.1f} s"
+    assert_clean(cluster, agents, timeout=10)

@@ -57,11 +57,15 @@ struct SecretDir {
 // hvd-agent with `args`, its stderr on a pipe, without HVD_SECRET_FILE.
 class AgentProcess {
  public:
-  explicit AgentProcess(const std::vector<std::string>& args) {
+  // `stdin_pipe`: the agent's stdin is a pipe written by write_stdin().
+  explicit AgentProcess(const std::vector<std::string>& args, bool stdin_pipe = false) {
     int fds[2];
     REQUIRE(::pipe2(fds, O_CLOEXEC) == 0);
+    int in[2] = {-1, -1};
+    if (stdin_pipe) REQUIRE(::pipe2(in, O_CLOEXEC) == 0);
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
+    if (stdin_pipe) posix_spawn_file_actions_adddup2(&actions, in[0], STDIN_FILENO);
     posix_spawn_file_actions_adddup2(&actions, fds[1], STDERR_FILENO);
     posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
     std::vector<std::string> argv_strings = {HVD_AGENT_BIN};
@@ -78,7 +82,16 @@ class AgentProcess {
     posix_spawn_file_actions_destroy(&actions);
     ::close(fds[1]);
     err_fd_ = fds[0];
+    if (stdin_pipe) ::close(in[0]);
+    in_fd_ = in[1];
     REQUIRE(rc == 0);
+  }
+  void write_stdin(const std::string& text) {
+    REQUIRE(::write(in_fd_, text.data(), text.size()) == static_cast<ssize_t>(text.size()));
+  }
+  void close_stdin() {
+    if (in_fd_ >= 0) ::close(in_fd_);
+    in_fd_ = -1;
   }
   ~AgentProcess() {
     if (pid_ > 0) {
@@ -86,6 +99,7 @@ class AgentProcess {
       ::waitpid(pid_, nullptr, 0);
     }
     ::close(err_fd_);
+    close_stdin();
   }
 
   // Reads stderr until `pattern` matches a line or the deadline passes;
@@ -139,6 +153,7 @@ class AgentProcess {
 
   pid_t pid_ = -1;
   int err_fd_ = -1;
+  int in_fd_ = -1;
   std::string buffer_;
   size_t scanned_ = 0;
 };
@@ -200,5 +215,37 @@ TEST_CASE("hvd-agent exits 2 naming a bad flag value, 1 when it cannot listen") 
     CHECK(agent.wait_exit() == 1);
     CHECK_THAT(agent.stderr_text(),
                Catch::Contains("hvd-agent: error: cannot listen on 192.0.2.1:29470"));
+  }
+}
+
+TEST_CASE("hvd-agent --secret-stdin --exit-on-stdin-eof: job-scoped, ends at stdin's EOF") {
+  {
+    AgentProcess agent({"--secret-stdin", "--exit-on-stdin-eof", "--listen", "127.0.0.1:0",
+                        "--log-level", "warning"},
+                       /*stdin_pipe=*/true);
+    agent.write_stdin(std::string(kAgentSecret) + "\n");
+    // The ready line is printed even at --log-level warning.
+    const std::string port =
+        agent.wait_for_line(std::regex("^hvd-agent: listening on 127\\.0\\.0\\.1:(\\d+)$"));
+    INFO(agent.stderr_text());
+    REQUIRE_FALSE(port.empty());
+    auto stub = v1::Agent::NewStub(
+        grpc::CreateChannel("127.0.0.1:" + port, grpc::InsecureChannelCredentials()));
+    auto req = launch_request("eof-job", {{"sleep", "100"}});
+    v1::LaunchReply reply;
+    REQUIRE(stub->Launch(agent_context("Agent.Launch").get(), req, &reply).ok());
+    REQUIRE(reply.started_size() == 1);
+    agent.write_stdin("more input is ignored\n");
+    agent.close_stdin();
+    CHECK(agent.wait_exit() == 0);
+    CHECK(process_gone(reply.started(0).pid()));
+    CHECK_THAT(agent.stderr_text(), !Catch::Contains(kAgentSecret));
+  }
+  {
+    AgentProcess agent({"--secret-stdin", "--listen", "127.0.0.1:0"}, /*stdin_pipe=*/true);
+    agent.write_stdin("short\n");
+    agent.close_stdin();
+    CHECK(agent.wait_exit() == 2);
+    CHECK_THAT(agent.stderr_text(), Catch::Contains("stdin") && Catch::Contains("16"));
   }
 }

@@ -171,3 +171,31 @@ TEST_CASE("parse_listen_address accepts IPv4, host names and bracketed IPv6") {
     CHECK_THAT(address.status().message(), Catch::Contains(std::string("'") + bad + "'"));
   }
 }
+
+TEST_CASE("hvd-agent --secret-stdin and --exit-on-stdin-eof (hvdrun --ssh)") {
+  auto plain = config_of({"--secret-file", "/etc/hvd/secret"});
+  CHECK_FALSE(plain.secret_stdin);
+  CHECK_FALSE(plain.exit_on_stdin_eof);
+
+  auto config = config_of({"--secret-stdin", "--exit-on-stdin-eof", "--listen", "0.0.0.0:0"});
+  CHECK(config.secret_stdin);
+  CHECK(config.exit_on_stdin_eof);
+  CHECK(config.secret_file.empty());
+  CHECK(config.listen.port == 0);
+  // HVD_SECRET_FILE is not consulted with --secret-stdin.
+  CHECK(config_of({"--secret-stdin"}, {{"HVD_SECRET_FILE", "/x"}}).secret_file.empty());
+
+  // Mutually exclusive with --secret-file; the error names both.
+  auto outcome = parse({"--secret-stdin", "--secret-file", "/etc/hvd/secret"});
+  REQUIRE(std::holds_alternative<AgentCliExit>(outcome));
+  const auto& exit = std::get<AgentCliExit>(outcome);
+  CHECK(exit.code == agent_exit::kUsage);
+  CHECK_THAT(exit.err, Catch::StartsWith("hvd-agent: error: "));
+  CHECK_THAT(exit.err, Catch::Contains("--secret-stdin"));
+  CHECK_THAT(exit.err, Catch::Contains("--secret-file"));
+
+  // Without any secret source the error mentions --secret-stdin too.
+  auto none = parse({"--exit-on-stdin-eof"});
+  REQUIRE(std::holds_alternative<AgentCliExit>(none));
+  CHECK_THAT(std::get<AgentCliExit>(none).err, Catch::Contains("--secret-stdin"));
+}

@@ -105,3 +105,38 @@ TEST_CASE("the remote options are hvdrun's, not the command's") {
   CHECK(o.agent_port == 4000);
   CHECK(o.command == std::vector<std::string>{"prog", "--agent-port", "x"});
 }
+
+TEST_CASE("hvdrun --ssh and its options") {
+  g_env.clear();
+  auto plain = parse_ok({"-np", "2"});
+  CHECK_FALSE(plain.ssh);
+  CHECK(plain.ssh_port == 0);
+  CHECK(plain.ssh_command == std::vector<std::string>{"ssh"});
+  CHECK(plain.ssh_agent_path == "hvd-agent");
+
+  g_env["HVD_SECRET_FILE"] = "/from/env";
+  auto o = parse_ok({"-H", "a:1,b:1", "--ssh", "--ssh-port", "2222", "--ssh-command",
+                     "  my-wrap  ssh -F cfg ", "--ssh-agent-path", "/opt/hvd/bin/hvd-agent"});
+  CHECK(o.ssh);
+  CHECK(o.ssh_port == 2222);
+  CHECK(o.ssh_command == std::vector<std::string>{"my-wrap", "ssh", "-F", "cfg"});
+  CHECK(o.ssh_agent_path == "/opt/hvd/bin/hvd-agent");
+  CHECK(o.secret_file.empty());  // the environment's secret file is not used
+  g_env.clear();
+
+  CHECK_THAT(parse_error({"-np", "1", "--ssh", "--ssh-port", "0"}), Catch::Contains("--ssh-port"));
+  CHECK_THAT(parse_error({"-np", "1", "--ssh", "--ssh-port", "x"}), Catch::Contains("'x'"));
+  CHECK_THAT(parse_error({"-np", "1", "--ssh", "--ssh-command", " "}),
+             Catch::Contains("--ssh-command"));
+  CHECK_THAT(parse_error({"-np", "1", "--ssh", "--ssh-agent-path", "a b"}),
+             Catch::Contains("--ssh-agent-path"));
+  for (const char* flag : {"--ssh-port", "--ssh-command", "--ssh-agent-path"}) {
+    CHECK_THAT(parse_error({"-np", "1", flag, "22"}), Catch::Contains(flag) &&
+                                                          Catch::Contains("needs --ssh"));
+  }
+  CHECK_THAT(parse_error({"-np", "1", "--ssh", "--secret-file", "/s"}),
+             Catch::Contains("--secret-file"));
+  CHECK_THAT(parse_error({"-np", "1", "--ssh", "--tls-cert", "c", "--tls-key", "k", "--tls-ca",
+                          "a"}),
+             Catch::Contains("--tls"));
+}
