@@ -7,8 +7,8 @@
 #include <unistd.h>
 
 #include <array>
-#include <cerrno>
-#include <cstring>
+
+#include "common/route_probe.h"
 
 namespace hvd::launcher {
 
@@ -30,27 +30,19 @@ common::Result<std::string> resolve_ipv4(const std::string& host) {
 }
 
 common::Result<std::string> source_address_toward(const std::string& ipv4, int port) {
-  sockaddr_in peer{};
-  peer.sin_family = AF_INET;
-  peer.sin_port = htons(static_cast<uint16_t>(port));
-  if (inet_pton(AF_INET, ipv4.c_str(), &peer.sin_addr) != 1) {
+  sockaddr_storage peer{};
+  auto* in = reinterpret_cast<sockaddr_in*>(&peer);
+  in->sin_family = AF_INET;
+  in->sin_port = htons(static_cast<uint16_t>(port));
+  if (inet_pton(AF_INET, ipv4.c_str(), &in->sin_addr) != 1) {
     return common::invalid_argument("'" + ipv4 + "' is not an IPv4 address");
   }
-  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return common::unavailable(std::string("socket: ") + std::strerror(errno));
-  sockaddr_in local{};
-  socklen_t length = sizeof(local);
-  bool ok = connect(fd, reinterpret_cast<const sockaddr*>(&peer), sizeof(peer)) == 0 &&
-            getsockname(fd, reinterpret_cast<sockaddr*>(&local), &length) == 0;
-  int error = errno;
-  close(fd);
-  if (!ok) {
+  auto local = common::source_address_toward(peer);
+  if (!local.is_ok()) {
     return common::unavailable("no route from this host to " + ipv4 + ": " +
-                               std::strerror(error));
+                               local.status().message());
   }
-  std::array<char, INET_ADDRSTRLEN> text{};
-  inet_ntop(AF_INET, &local.sin_addr, text.data(), text.size());
-  return std::string(text.data());
+  return common::address_text(*local);
 }
 
 }  // namespace hvd::launcher

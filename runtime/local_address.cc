@@ -13,6 +13,8 @@
 #include <optional>
 #include <vector>
 
+#include "common/route_probe.h"
+
 namespace hvd::runtime {
 
 namespace {
@@ -51,29 +53,13 @@ bool is_loopback(const sockaddr_storage& s) {
   return false;
 }
 
-std::string to_text(const sockaddr_storage& s) {
-  char text[INET6_ADDRSTRLEN] = {};
-  if (s.ss_family == AF_INET) {
-    inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&s)->sin_addr, text, sizeof(text));
-  } else {
-    inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&s)->sin6_addr, text, sizeof(text));
-  }
-  return text;
-}
+std::string to_text(const sockaddr_storage& s) { return common::address_text(s); }
 
 // The kernel's source address toward `to`; nullopt when there is no route.
 std::optional<sockaddr_storage> source_toward(const sockaddr_storage& to) {
-  int fd = socket(to.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return std::nullopt;
-  socklen_t length = to.ss_family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6);
-  std::optional<sockaddr_storage> result;
-  if (connect(fd, reinterpret_cast<const sockaddr*>(&to), length) == 0) {
-    sockaddr_storage local{};
-    socklen_t local_length = sizeof(local);
-    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_length) == 0) result = local;
-  }
-  close(fd);
-  return result;
+  auto local = common::source_address_toward(to);
+  if (!local.is_ok()) return std::nullopt;
+  return *local;
 }
 
 // The source address of the default route (no packet is sent).
