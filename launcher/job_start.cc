@@ -136,8 +136,12 @@ int JobDriver::launch(const std::string& job_token, const std::string& rendezvou
   const Environment settings = options_.settings.to_environment();
   std::vector<Environment> envs;
   for (const auto& slot : plan_) {
-    JobContext job{job_id_, job_token, rendezvous_addr,
-                   bind_of_rank[static_cast<size_t>(slot.rank)], np};
+    JobContext job{job_id_,
+                   job_token,
+                   rendezvous_addr,
+                   bind_of_rank[static_cast<size_t>(slot.rank)],
+                   np,
+                   options_.network_interfaces};
     envs.push_back(worker_environment(base, settings, options_.extra_env, slot, job));
     if (options_.verbose) {
       std::fprintf(stderr, "hvdrun: rank %d environment: %s\n", slot.rank,

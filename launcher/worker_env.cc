@@ -1,6 +1,8 @@
 #include "launcher/worker_env.h"
 
 #include <set>
+#include <string>
+#include <vector>
 
 #include "common/worker_env.h"
 
@@ -19,6 +21,52 @@ Environment current_environment() {
   return env;
 }
 
+namespace {
+
+// The names horovodrun's Gloo mode gives the same figures (gloo_run.py,
+// create_slot_env_vars). Only the launcher knows them: the runtime reads the
+// HVD_* contract and never these.
+struct Place {
+  const char* hvd;
+  const char* horovod;
+  std::string value;
+};
+
+std::vector<Place> places(const RankSlot& slot, const JobContext& job) {
+  namespace env = common::env;
+  return {{env::kRank, "HOROVOD_RANK", std::to_string(slot.rank)},
+          {env::kSize, "HOROVOD_SIZE", std::to_string(job.size)},
+          {env::kLocalRank, "HOROVOD_LOCAL_RANK", std::to_string(slot.local_rank)},
+          {env::kLocalSize, "HOROVOD_LOCAL_SIZE", std::to_string(slot.local_size)},
+          {env::kCrossRank, "HOROVOD_CROSS_RANK", std::to_string(slot.cross_rank)},
+          {env::kCrossSize, "HOROVOD_CROSS_SIZE", std::to_string(slot.cross_size)},
+          {env::kHostname, "HOROVOD_HOSTNAME", slot.host}};
+}
+
+std::string join(const std::vector<std::string>& items, char separator) {
+  std::string out;
+  for (const auto& item : items) {
+    if (!out.empty()) out += separator;
+    out += item;
+  }
+  return out;
+}
+
+// What else horovodrun's Gloo mode sets (gloo_run.py, create_run_env_vars),
+// overriding the user's values as it does. Not HOROVOD_GLOO_RENDEZVOUS_ADDR
+// and _PORT: hvd's rendezvous is a gRPC service with a job token, not
+// Horovod's HTTP one, and nothing should try to speak HTTP to it.
+void add_horovod_run_variables(Environment& out, const JobContext& job) {
+  out["HOROVOD_CONTROLLER"] = "gloo";
+  out["HOROVOD_CPU_OPERATIONS"] = "gloo";
+  if (!job.network_interfaces.empty()) {
+    out["HOROVOD_GLOO_IFACE"] = job.network_interfaces.front();  // horovodrun: the first
+    out["NCCL_SOCKET_IFNAME"] = join(job.network_interfaces, ',');
+  }
+}
+
+}  // namespace
+
 Environment worker_environment(const Environment& base, const Environment& settings,
                                const std::vector<std::pair<std::string, std::string>>& extra,
                                const RankSlot& slot, const JobContext& job) {
@@ -30,17 +78,18 @@ Environment worker_environment(const Environment& base, const Environment& setti
   // pool oversubscribe the cores (and stall the engine threads), so unless
   // the user chose a value, each worker gets one OpenMP thread.
   if (slot.local_size > 1 && out.count("OMP_NUM_THREADS") == 0) out["OMP_NUM_THREADS"] = "1";
-  out[env::kRank] = std::to_string(slot.rank);
-  out[env::kSize] = std::to_string(job.size);
-  out[env::kLocalRank] = std::to_string(slot.local_rank);
-  out[env::kLocalSize] = std::to_string(slot.local_size);
-  out[env::kCrossRank] = std::to_string(slot.cross_rank);
-  out[env::kCrossSize] = std::to_string(slot.cross_size);
+  // Like horovodrun: Python workers write through the agent's pipes, which
+  // would otherwise hold their output back until a buffer fills.
+  if (out.count("PYTHONUNBUFFERED") == 0) out["PYTHONUNBUFFERED"] = "1";
+  for (const Place& place : places(slot, job)) {
+    out[place.hvd] = place.value;
+    out[place.horovod] = place.value;
+  }
   out[env::kRendezvousAddr] = job.rendezvous_addr;
   out[env::kJobToken] = job.job_token;
   out[env::kJobId] = job.job_id;
-  out[env::kHostname] = slot.host;
   out[env::kBindAddress] = job.bind_address;
+  add_horovod_run_variables(out, job);
   return out;
 }
 
@@ -50,7 +99,8 @@ std::string describe_worker_environment(
   for (const auto& [name, value] : extra) names.insert(name);
   std::string out;
   for (const auto& [name, value] : env) {
-    if (name.rfind("HVD_", 0) != 0 && names.count(name) == 0) continue;
+    bool ours = name.rfind("HVD_", 0) == 0 || name.rfind("HOROVOD_", 0) == 0;
+    if (!ours && names.count(name) == 0) continue;
     if (!out.empty()) out += ' ';
     out += name + "=" + (name == common::env::kJobToken ? std::string("***") : value);
   }

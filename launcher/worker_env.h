@@ -1,7 +1,10 @@
 // The complete environment of one worker: hvdrun's own environment, then the
 // resolved settings (HVD_* tunables), then -x variables, then the contract of
-// common/worker_env.h (rank, sizes, rendezvous address, job token, ...), each
-// layer overriding the one before.
+// common/worker_env.h (rank, sizes, rendezvous address, job token, ...) and
+// the variables horovodrun (Gloo mode) gives its workers (HOROVOD_RANK, ...,
+// HOROVOD_CONTROLLER=gloo; docs/environment.md), each layer overriding the
+// one before. The HOROVOD_* names are for user code that reads them; the
+// runtime never does.
 #pragma once
 
 #include <map>
@@ -21,6 +24,8 @@ struct JobContext {
   std::string rendezvous_addr;  // host:port
   std::string bind_address;     // HVD_BIND_ADDRESS
   int size = 0;
+  // --network-interface, in the user's order (empty: not given).
+  std::vector<std::string> network_interfaces;
 };
 
 // The environment of this process (environ).
@@ -31,7 +36,7 @@ Environment worker_environment(const Environment& base, const Environment& setti
                                const RankSlot& slot, const JobContext& job);
 
 // "HVD_JOB_TOKEN=*** HVD_RANK=0 ..." for the variables hvdrun sets (the
-// HVD_* ones and the -x names), secrets masked: safe to print.
+// HVD_* and HOROVOD_* ones and the -x names), secrets masked: safe to print.
 std::string describe_worker_environment(
     const Environment& env, const std::vector<std::pair<std::string, std::string>>& extra);
 

@@ -38,6 +38,20 @@ def child_env(extra=None):
     return env
 
 
+# Variables of a launcher the tests may themselves run under (a CI job in
+# Slurm): workers must see only the ones a test sets.
+FOREIGN_PREFIXES = ("SLURM_", "OMPI_", "PMIX_", "TORCHELASTIC_")
+FOREIGN_NAMES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+                 "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
+
+
+def clear_outer_launcher(monkeypatch):
+    """Removes an outer launcher's variables from this process's environment."""
+    for name in list(os.environ):
+        if name.startswith(FOREIGN_PREFIXES) or name in FOREIGN_NAMES:
+            monkeypatch.delenv(name)
+
+
 def run(args, timeout=60, env=None, cwd=None):
     """Runs a command to its end; returns CompletedProcess with .duration."""
     start = time.monotonic()

@@ -5,7 +5,6 @@ here). hvd_init() finds them and rank 0 hosts the rendezvous in-process.
 Every process runs in a session of its own; each test waits with a timeout
 and checks that every process it started is gone.
 """
-import os
 import pathlib
 import socket
 import subprocess
@@ -14,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import BUILD_DIR, Background, assert_all_gone, executable, run
+from conftest import BUILD_DIR, Background, assert_all_gone, clear_outer_launcher, executable, run
 
 HERE = pathlib.Path(__file__).resolve().parent
 TORCH_WORKER = HERE / "workers" / "foreign_torch_worker.py"
@@ -38,18 +37,9 @@ def free_port(pair=False):
     raise AssertionError("no free port pair found")
 
 
-# Variables of a launcher this test may itself run under (a CI job in Slurm):
-# the workers must see only the ones the test sets.
-FOREIGN_PREFIXES = ("SLURM_", "OMPI_", "PMIX_", "TORCHELASTIC_")
-FOREIGN_NAMES = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
-                 "GROUP_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT")
-
-
 @pytest.fixture(autouse=True)
 def no_outer_launcher(monkeypatch):
-    for name in list(os.environ):
-        if name.startswith(FOREIGN_PREFIXES) or name in FOREIGN_NAMES:
-            monkeypatch.delenv(name)
+    clear_outer_launcher(monkeypatch)
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,8 @@
 #include "launcher/worker_env.h"
 
 #include <catch2/catch.hpp>
+#include <string>
+#include <string_view>
 
 using namespace hvd::launcher;
 
@@ -11,7 +13,7 @@ TEST_CASE("worker environment layers: base < settings < -x < contract") {
   std::vector<std::pair<std::string, std::string>> extra = {{"FOO", "bar"},
                                                             {"HVD_LOG_LEVEL", "debug"}};
   RankSlot slot{3, "nodeB", 1, 2, 1, 2};
-  JobContext job{"job-1", "s3cr3t", "127.0.0.1:5000", "127.0.0.1", 4};
+  JobContext job{"job-1", "s3cr3t", "127.0.0.1:5000", "127.0.0.1", 4, {}};
 
   Environment env = worker_environment(base, settings, extra, slot, job);
   CHECK(env.at("PATH") == "/usr/bin");
@@ -47,7 +49,7 @@ TEST_CASE("current_environment reads environ") {
 }
 
 TEST_CASE("several workers on a host get one OpenMP thread each unless the user chose") {
-  JobContext job{"job-1", "t", "127.0.0.1:5000", "127.0.0.1", 4};
+  JobContext job{"job-1", "t", "127.0.0.1:5000", "127.0.0.1", 4, {}};
   RankSlot shared{0, "a", 0, 2, 0, 1};
   RankSlot alone{0, "a", 0, 1, 0, 1};
   CHECK(worker_environment({}, {}, {}, shared, job).at("OMP_NUM_THREADS") == "1");
@@ -56,4 +58,61 @@ TEST_CASE("several workers on a host get one OpenMP thread each unless the user 
         "4");
   CHECK(worker_environment({}, {}, {{"OMP_NUM_THREADS", "2"}}, shared, job).at("OMP_NUM_THREADS") ==
         "2");
+}
+
+TEST_CASE("workers get horovodrun's variables with the same values as the HVD_ ones") {
+  RankSlot slot{5, "nodeC", 1, 3, 2, 4};
+  JobContext job{"job-1", "t", "10.0.0.1:5000", "10.0.0.3", 12, {}};
+  Environment env = worker_environment({}, {}, {}, slot, job);
+  const std::pair<const char*, const char*> same[] = {
+      {"HOROVOD_RANK", "5"},       {"HOROVOD_SIZE", "12"},      {"HOROVOD_LOCAL_RANK", "1"},
+      {"HOROVOD_LOCAL_SIZE", "3"}, {"HOROVOD_CROSS_RANK", "2"}, {"HOROVOD_CROSS_SIZE", "4"},
+      {"HOROVOD_HOSTNAME", "nodeC"}};
+  for (const auto& [name, value] : same) {
+    INFO(name);
+    CHECK(env.at(name) == value);
+    std::string hvd_name = std::string("HVD_") + (name + std::string_view("HOROVOD_").size());
+    CHECK(env.at(hvd_name) == value);
+  }
+  CHECK(env.at("HOROVOD_CONTROLLER") == "gloo");
+  CHECK(env.at("HOROVOD_CPU_OPERATIONS") == "gloo");
+  // Without --network-interface: no interface is named.
+  CHECK(env.count("HOROVOD_GLOO_IFACE") == 0);
+  CHECK(env.count("NCCL_SOCKET_IFNAME") == 0);
+  // Horovod's HTTP rendezvous is not ours: never pointed at.
+  CHECK(env.count("HOROVOD_GLOO_RENDEZVOUS_ADDR") == 0);
+  CHECK(env.count("HOROVOD_GLOO_RENDEZVOUS_PORT") == 0);
+  CHECK(env.at("PYTHONUNBUFFERED") == "1");
+}
+
+TEST_CASE("--network-interface: HOROVOD_GLOO_IFACE is the first, NCCL_SOCKET_IFNAME all") {
+  RankSlot slot{0, "a", 0, 1, 0, 1};
+  JobContext job{"job-1", "t", "10.0.0.1:5000", "10.0.0.3", 1, {"eth1", "ib0"}};
+  Environment env = worker_environment({}, {}, {}, slot, job);
+  CHECK(env.at("HOROVOD_GLOO_IFACE") == "eth1");
+  CHECK(env.at("NCCL_SOCKET_IFNAME") == "eth1,ib0");
+}
+
+TEST_CASE("hvdrun's HOROVOD_ values override inherited and -x ones, as horovodrun's do") {
+  RankSlot slot{1, "b", 1, 2, 0, 1};
+  JobContext job{"job-1", "t", "10.0.0.1:5000", "10.0.0.3", 2, {"eth0"}};
+  Environment base = {{"HOROVOD_RANK", "7"}, {"HOROVOD_CONTROLLER", "mpi"},
+                      {"HOROVOD_FUSION_THRESHOLD", "1024"}, {"PYTHONUNBUFFERED", ""}};
+  std::vector<std::pair<std::string, std::string>> extra = {
+      {"HOROVOD_SIZE", "9"}, {"HOROVOD_CPU_OPERATIONS", "mpi"}, {"HOROVOD_GLOO_IFACE", "lo"},
+      {"NCCL_SOCKET_IFNAME", "lo"}};
+  Environment env = worker_environment(base, {}, extra, slot, job);
+  CHECK(env.at("HOROVOD_RANK") == "1");
+  CHECK(env.at("HOROVOD_SIZE") == "2");
+  CHECK(env.at("HOROVOD_CONTROLLER") == "gloo");
+  CHECK(env.at("HOROVOD_CPU_OPERATIONS") == "gloo");
+  CHECK(env.at("HOROVOD_GLOO_IFACE") == "eth0");
+  CHECK(env.at("NCCL_SOCKET_IFNAME") == "eth0");
+  // What hvdrun does not set passes through; the user's PYTHONUNBUFFERED stays.
+  CHECK(env.at("HOROVOD_FUSION_THRESHOLD") == "1024");
+  CHECK(env.at("PYTHONUNBUFFERED").empty());
+
+  std::string shown = describe_worker_environment(env, extra);
+  CHECK_THAT(shown, Catch::Contains("HOROVOD_RANK=1"));
+  CHECK_THAT(shown, Catch::Contains("HOROVOD_CONTROLLER=gloo"));
 }
