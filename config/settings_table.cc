@@ -35,6 +35,10 @@ constexpr std::array kSettings = {
     SettingSpec{"stall_check_shutdown_time_seconds", "HVD_STALL_SHUTDOWN_TIME_SECONDS",
                 "HOROVOD_STALL_SHUTDOWN_TIME_SECONDS", SettingType::kCount, "0",
                 "Seconds after which stalled tensors fail with an error (0: never)"},
+    SettingSpec{"stall_check_no_progress_seconds", "HVD_STALL_CHECK_NO_PROGRESS_SECONDS", "",
+                SettingType::kCount, "10",
+                "Seconds every rank of a process set may be blocked waiting with no op able to "
+                "run before its pending ops fail on every rank (0: never)"},
     SettingSpec{"terminate_grace", "HVD_TERMINATE_GRACE_SECONDS", "", SettingType::kPositiveInt,
                 "5", "Seconds between SIGTERM and SIGKILL when workers are terminated"},
 };

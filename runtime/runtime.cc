@@ -23,25 +23,12 @@ namespace hvd::runtime {
 namespace {
 
 using common::DataType;
-using engine::OpType;
 
 // Keeps every byte count and their sum far from int64 overflow.
 constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 16;
 
 std::chrono::milliseconds seconds_setting(const config::Settings& settings, const char* key) {
   return std::chrono::seconds(settings.get_int(key));
-}
-
-// FNV-1a over the sorted member names: the same group id on every rank,
-// whatever order the ranks enqueue their groups in.
-int32_t group_id_of(std::vector<std::string> names) {
-  std::sort(names.begin(), names.end());
-  uint64_t h = 1469598103934665603ull;
-  for (const std::string& name : names) {
-    for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
-    h = (h ^ 0xffu) * 1099511628211ull;  // separator
-  }
-  return static_cast<int32_t>(h & 0x7fffffffu);
 }
 
 hvd_op blank_op(int32_t type) {
@@ -104,6 +91,7 @@ std::shared_ptr<engine::SetEngine> Runtime::make_engine(
   o.cache_capacity = static_cast<size_t>(settings_.get_int("cache_capacity"));
   o.stall_warning = std::chrono::seconds(settings_.get_int("stall_check_warning_time_seconds"));
   o.stall_shutdown = std::chrono::seconds(settings_.get_int("stall_check_shutdown_time_seconds"));
+  o.no_progress = std::chrono::seconds(settings_.get_int("stall_check_no_progress_seconds"));
   return std::make_shared<engine::SetEngine>(std::move(o), std::move(transport), handles_,
                                              &timeline_);
 }
@@ -217,10 +205,7 @@ Result<int64_t> Runtime::enqueue(const hvd_op& op) {
   auto entry = make_entry(op, ps);
   if (!entry.is_ok()) return entry.status();
   engine::Entry& e = entry.value();
-  if (e.request.name.empty() && e.request.op_type != OpType::kJoin) {
-    e.request.name = ps.engine->auto_name(e.request.op_type);
-  }
-  int64_t handle = handles_.create();
+  int64_t handle = handles_.create(ps.id);
   e.handle = handle;
   e.enqueued = engine::Clock::now();
   Status s = ps.engine->enqueue(e);
@@ -239,7 +224,6 @@ Status Runtime::enqueue_group(const hvd_op* ops, int32_t n, int64_t* handles) {
   if (!set.is_ok()) return set.status();
   const engine::ProcessSet& ps = *set.value();
   std::vector<engine::Entry> entries;
-  std::vector<std::string> names;
   for (int32_t i = 0; i < n; ++i) {
     if (ops[i].process_set_id != ps.id) {
       return common::invalid_argument("hvd_enqueue_group: every op of a group must be on the same "
@@ -256,16 +240,9 @@ Status Runtime::enqueue_group(const hvd_op* ops, int32_t n, int64_t* handles) {
     }
     entries.push_back(std::move(entry).value());
   }
-  for (engine::Entry& e : entries) {
-    if (e.request.name.empty()) e.request.name = ps.engine->auto_name(e.request.op_type);
-    names.push_back(e.request.name);
-  }
-  const int32_t group = group_id_of(names);
   const auto now = engine::Clock::now();
   for (engine::Entry& e : entries) {
-    e.request.group_id = group;
-    e.request.group_size = n;
-    e.handle = handles_.create();
+    e.handle = handles_.create(ps.id);
     e.enqueued = now;
   }
   std::vector<int64_t> ids;

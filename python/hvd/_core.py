@@ -17,6 +17,7 @@ completed together (grouped ops). Both return a Handle.
 """
 
 import ctypes
+import numbers
 
 from hvd import _lib
 from hvd._handles import Handle
@@ -62,11 +63,27 @@ class Prep:
         self.finish = finish
 
 
+def enqueue_error(code, what):
+    """The exception for an op the library refused at enqueue, typed as
+    Horovod's enqueue raises it: the caller's arguments (a bad value, a name
+    already in flight) -> ValueError; a call the engine cannot take now (a
+    pending join) -> RuntimeError; an engine that stopped or failed (the
+    world is broken) -> HorovodInternalError, what elastic training catches."""
+    internal = _lib.error(code, what)
+    if code in (C.ERR_INVALID_ARGUMENT, C.ERR_ALREADY_EXISTS, C.ERR_NOT_FOUND):
+        return ValueError(str(internal))
+    if code == C.ERR_UNIMPLEMENTED:
+        return NotImplementedError(str(internal))
+    if code == C.ERR_FAILED_PRECONDITION:
+        return RuntimeError(str(internal))
+    return internal
+
+
 def submit(prep, what):
     h = ctypes.c_int64()
     code = _lib.hvd_enqueue(ctypes.byref(prep.op), ctypes.byref(h))
     if code != C.OK:
-        raise _lib.error(code, what)
+        raise enqueue_error(code, what)
     finish = prep.finish
     return Handle((h.value,), prep.keep, lambda ids: finish(ids[0]))
 
@@ -79,7 +96,7 @@ def submit_group(preps, what):
     handles = (ctypes.c_int64 * n)()
     code = _lib.hvd_enqueue_group(ops, n, handles)
     if code != C.OK:
-        raise _lib.error(code, what)
+        raise enqueue_error(code, what)
     finishes = [p.finish for p in preps]
     return Handle(list(handles), [p.keep for p in preps],
                   lambda ids: [f(i) for f, i in zip(finishes, ids)])
@@ -170,7 +187,7 @@ def prep_alltoall(kind, tensor, splits, name, process_set):
     n = process_set.size()
     splits_array = None
     if splits is not None:
-        values = kind.to_list(splits)
+        values = split_values(kind.to_list(splits))
         if len(values) != n:
             raise ValueError(f"alltoall: splits has {len(values)} entries; the process set has "
                              f"{n} ranks")
@@ -186,6 +203,18 @@ def prep_alltoall(kind, tensor, splits, name, process_set):
         _lib.check(_lib.hvd_handle_received_splits(hid, received, n), "received splits")
         return out, kind.int_array(list(received))
     return Prep(o, (tensor, src, splits_array), finish)
+
+
+def split_values(values):
+    """alltoall splits as ints; ValueError (as Horovod) for anything that is
+    not an integer (float or bool splits)."""
+    out = []
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral):
+            raise ValueError(f"alltoall: splits must be integers (int32), not "
+                             f"{type(v).__name__} ({v!r})")
+        out.append(int(v))
+    return out
 
 
 def _control_op(op_type, process_set):

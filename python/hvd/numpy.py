@@ -68,7 +68,7 @@ class _NumpyKind:
 
     @staticmethod
     def to_list(values):
-        return [int(v) for v in (values.tolist() if hasattr(values, "tolist") else values)]
+        return list(values.tolist() if hasattr(values, "tolist") else values)
 
 
 _kind = _NumpyKind()

@@ -15,17 +15,6 @@ namespace {
 
 using common::Status;
 
-// How often (by rank 0's clock) the stall inspector looks at what is pending.
-constexpr int64_t kStallCheckPeriodNs = 100'000'000;
-
-Clock::time_point at_ns(int64_t ns) { return Clock::time_point(std::chrono::nanoseconds(ns)); }
-
-std::string rank_list(const std::vector<int>& ranks) {
-  std::string out;
-  for (size_t i = 0; i < ranks.size(); ++i) out += (i > 0 ? ", " : "") + std::to_string(ranks[i]);
-  return out;
-}
-
 }  // namespace
 
 Controller::Controller(ControllerOptions options, transports::Transport& transport,
@@ -34,7 +23,8 @@ Controller::Controller(ControllerOptions options, transports::Transport& transpo
       transport_(transport),
       counters_(counters),
       cache_(options_.cache_capacity),
-      inspector_(options_.stall_warning, options_.stall_shutdown) {
+      inspector_(options_.stall_warning, options_.stall_shutdown),
+      no_progress_(options_.no_progress) {
   const size_t n = options_.global_ranks.size();
   const size_t hb = header_bytes(options_.cache_capacity);
   bits_.assign(cache_words(options_.cache_capacity), 0);
@@ -81,7 +71,7 @@ void Controller::add(std::vector<Entry>& drained, CyclePlan& plan) {
   drained.clear();
 }
 
-Status Controller::exchange(bool stop) {
+Status Controller::exchange(bool stop, bool blocked) {
   announce_.clear();
   std::fill(bits_.begin(), bits_.end(), 0);
   for (auto& [name, e] : pending_) {
@@ -100,7 +90,8 @@ Status Controller::exchange(bool stop) {
   }
   HeaderFields fields;
   fields.payload_bytes = payload_out_.size();
-  fields.flags = (join_entry_ ? kFlagJoined : 0u) | (stop ? kFlagShutdown : 0u);
+  fields.flags = (join_entry_ ? kFlagJoined : 0u) | (stop ? kFlagShutdown : 0u) |
+                 (blocked ? kFlagBlocked : 0u);
   fields.clock_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - epoch_).count();
   encode_header(fields, bits_, payload_out_, header_out_);
 
@@ -136,9 +127,9 @@ Status Controller::exchange(bool stop) {
                                {payloads_in_.data(), payloads_in_.size()}, payload_counts_);
 }
 
-Status Controller::negotiate(bool stop, CyclePlan& plan) {
+Status Controller::negotiate(bool stop, bool blocked, CyclePlan& plan) {
   ++cycle_;
-  HVD_RETURN_IF_ERROR(exchange(stop));
+  HVD_RETURN_IF_ERROR(exchange(stop, blocked));
   counters_.bump(counters_.cycles);
   const int n = size();
   clock_ns_ = header(0).clock_ns();
@@ -164,6 +155,7 @@ Status Controller::negotiate(bool stop, CyclePlan& plan) {
   collect_rows(plan);
   inspect_stalls(plan);
   complete_join(plan);
+  check_progress(plan);
   counters_.bump(counters_.responses, static_cast<int64_t>(plan.responses.size()));
   return Status::ok();
 }
@@ -238,25 +230,26 @@ void Controller::set_rows(Response& resp, const Row* row, size_t slot) {
   auto request_of = [&](int r) -> const Request& {
     return row != nullptr ? row->requests[static_cast<size_t>(r)] : op;
   };
-  if (op.op_type == OpType::kBroadcast && op.root_rank >= 0 && op.root_rank < n &&
-      !holds(op.root_rank)) {
-    resp.error = common::failed_precondition(
-        "broadcast of '" + op.name + "': its root, rank " + std::to_string(global(op.root_rank)) +
-        ", has joined");
-    return;
+  // As in Horovod, only allreduce (joined ranks give zeros) and barrier run
+  // while some rank of the set has joined; the other ops fail on the ranks
+  // that did not join.
+  if (op.op_type != OpType::kAllreduce && op.op_type != OpType::kBarrier) {
+    for (int r = 0; r < n; ++r) {
+      if (holds(r)) continue;
+      std::string what(op_type_name(op.op_type));
+      what[0] = static_cast<char>(what[0] - 'a' + 'A');
+      resp.error = common::failed_precondition(
+          what + " is not supported with Join at this time ('" + op.name + "': rank " +
+          std::to_string(global(r)) + " has joined)" +
+          (op.op_type == OpType::kAllgather
+               ? ". Specify sparse_as_dense=True if using DistributedOptimizer"
+               : ""));
+      return;
+    }
   }
   if (op.op_type != OpType::kAllgather && op.op_type != OpType::kAlltoall) return;
   resp.rows.assign(static_cast<size_t>(n), 0);
   for (int r = 0; r < n; ++r) {
-    if (!holds(r)) {
-      if (op.op_type == OpType::kAlltoall) {
-        resp.error = common::failed_precondition("alltoall of '" + op.name +
-                                                 "' is not supported while ranks have joined "
-                                                 "(rank " + std::to_string(global(r)) + " has)");
-        return;
-      }
-      continue;
-    }
     const Request& q = request_of(r);
     if (q.shape.empty()) continue;  // refused at enqueue; the agreement check reports it
     if (op.op_type == OpType::kAllgather) {
@@ -383,76 +376,6 @@ void Controller::collect_rows(CyclePlan& plan) {
     if (resp.error.is_ok()) set_rows(resp, &row, 0);
     resp.cacheable = resp.error.is_ok() && identical && first.group_id < 0;
     table_.erase(it);
-  }
-}
-
-void Controller::inspect_stalls(CyclePlan& plan) {
-  if (options_.stall_warning.count() == 0 && options_.stall_shutdown.count() == 0) return;
-  if (stall_checked_ && clock_ns_ - last_stall_check_ns_ < kStallCheckPeriodNs) return;
-  if (table_.empty() && partial_slots_.empty()) return;
-  stall_checked_ = true;
-  last_stall_check_ns_ = clock_ns_;
-  const int n = size();
-  stalled_.clear();
-  for (const auto& [name, row] : table_) {
-    if (row.complete_cycle >= 0) continue;  // complete, waiting for its group
-    PendingTensor& t = stalled_.emplace_back();
-    t.name = name;
-    t.first_submitted = at_ns(row.first_seen_ns);
-    for (int r = 0; r < n; ++r) {
-      if (!joined(r) && row.announced[static_cast<size_t>(r)] == 0) t.missing_ranks.push_back(global(r));
-    }
-  }
-  for (const auto& [slot, seen] : partial_slots_) {
-    PendingTensor& t = stalled_.emplace_back();
-    t.name = cache_.at(slot).name;
-    t.first_submitted = at_ns(seen.first);
-    for (int r = 0; r < n; ++r) {
-      if (!joined(r) && !has_bit(r, slot)) t.missing_ranks.push_back(global(r));
-    }
-  }
-  StallReport report = inspector_.check(stalled_, at_ns(clock_ns_));
-  plan.stall_warning = std::move(report.warning);
-  for (const std::string& name : report.expired) {
-    auto t = std::find_if(stalled_.begin(), stalled_.end(),
-                          [&](const PendingTensor& p) { return p.name == name; });
-    std::vector<int> missing = t != stalled_.end() ? t->missing_ranks : std::vector<int>{};
-    Status error = common::timeout_error(
-        "tensor '" + name + "' stalled: rank" + (missing.size() == 1 ? " " : "s ") +
-        rank_list(missing) + " did not submit it within " +
-        std::to_string(options_.stall_shutdown.count()) +
-        " s (HVD_STALL_SHUTDOWN_TIME_SECONDS); it failed on every rank");
-    // The members of its group (if any) can never run now: they fail with it.
-    std::vector<std::string> names{name};
-    if (auto row = table_.find(name); row != table_.end()) {
-      const Row& r = row->second;
-      size_t first = 0;
-      while (r.announced[first] == 0) ++first;
-      int32_t group = r.requests[first].group_id;
-      table_.erase(row);
-      if (group >= 0) {
-        for (auto it = table_.begin(); it != table_.end();) {
-          size_t k = 0;
-          while (it->second.announced[k] == 0) ++k;
-          if (it->second.requests[k].group_id == group) {
-            names.push_back(it->first);
-            it = table_.erase(it);
-          } else {
-            ++it;
-          }
-        }
-      }
-    } else if (auto slot = cache_.find_name(name)) {
-      partial_slots_.erase(*slot);
-    }
-    for (const std::string& failed : names) {
-      Response& resp = plan.responses.emplace_back();
-      resp.error = failed == name ? error
-                                  : Status(error.code(), error.message() + " (failing its group, '" +
-                                                             failed + "' with it)");
-      take_entry(failed, resp);
-      if (!resp.has_entry) resp.request.name = failed;
-    }
   }
 }
 

@@ -24,6 +24,7 @@
 #include "common/status.h"
 #include "runtime/engine/engine_stats.h"
 #include "runtime/engine/message_codec.h"
+#include "runtime/engine/no_progress.h"
 #include "runtime/engine/response.h"
 #include "runtime/engine/response_cache.h"
 #include "runtime/engine/stall_inspector.h"
@@ -39,6 +40,7 @@ struct ControllerOptions {
   size_t cache_capacity = 1024;
   std::chrono::seconds stall_warning{60};  // 0: no warnings
   std::chrono::seconds stall_shutdown{0};  // 0: stalled tensors never fail
+  std::chrono::seconds no_progress{10};    // 0: never fail a set that cannot progress
 };
 
 class Controller {
@@ -51,8 +53,10 @@ class Controller {
 
   // One exchange with every rank of the set, then the decision, into `plan`
   // (cleared by the caller). `stop`: this rank asks every rank to stop the
-  // set's engine. A transport error is returned as is (the engine fails).
-  common::Status negotiate(bool stop, CyclePlan& plan);
+  // set's engine. `blocked`: a thread of this rank waits for one of the
+  // set's ops (see no_progress.h). A transport error is returned as is (the
+  // engine fails).
+  common::Status negotiate(bool stop, bool blocked, CyclePlan& plan);
 
   // After the plan ran: the response cache's puts and touches.
   void finish(const CyclePlan& plan);
@@ -77,7 +81,7 @@ class Controller {
   };
   using RowIterator = std::map<std::string, Row>::iterator;
 
-  common::Status exchange(bool stop);
+  common::Status exchange(bool stop, bool blocked);
   HeaderView header(int r) const;
   bool joined(int r) const { return joined_cycle_[static_cast<size_t>(r)] >= 0; }
   int global(int r) const { return options_.global_ranks[static_cast<size_t>(r)]; }
@@ -88,7 +92,14 @@ class Controller {
   void collect_cached(CyclePlan& plan);
   void collect_rows(CyclePlan& plan);
   void set_rows(Response& resp, const Row* row, size_t slot);
+  // controller_stalls.cc: what is pending (with_complete: also complete
+  // rows waiting for their group), stall warnings and expiry, no progress.
+  void collect_pending(std::vector<PendingTensor>& out, bool with_complete) const;
   void inspect_stalls(CyclePlan& plan);
+  void check_progress(CyclePlan& plan);
+  // Fails every op pending on this rank, and forgets every row (the same
+  // decision on every rank).
+  void fail_pending(const common::Status& error, CyclePlan& plan);
   void complete_join(CyclePlan& plan);
   // Moves this rank's pending entry for `name` into `resp` (if it has one).
   void take_entry(const std::string& name, Response& resp);
@@ -98,6 +109,7 @@ class Controller {
   EngineCounters& counters_;
   ResponseCache cache_;
   StallInspector inspector_;
+  NoProgressWatch no_progress_;
   Clock::time_point epoch_ = Clock::now();
 
   int64_t cycle_ = 0;

@@ -14,11 +14,23 @@ Status HandleTable::unknown(int64_t id) const {
                            " (never issued, already released, or from before hvd_shutdown)");
 }
 
-int64_t HandleTable::create() {
+int64_t HandleTable::create(int32_t set_id) {
   std::lock_guard lock(mu_);
   int64_t id = next_id_++;
-  states_.emplace(id, State{});
+  State state;
+  state.set_id = set_id;
+  states_.emplace(id, std::move(state));
   return id;
+}
+
+void HandleTable::finish(State& state, Status status, OpOutput output) {
+  state.done = true;
+  state.op.status = std::move(status);
+  state.op.output = std::move(output);
+  if (state.waited) {
+    state.waited = false;
+    --waited_pending_[state.set_id];
+  }
 }
 
 void HandleTable::complete(int64_t id, Status status, OpOutput output) {
@@ -26,9 +38,7 @@ void HandleTable::complete(int64_t id, Status status, OpOutput output) {
     std::lock_guard lock(mu_);
     auto it = states_.find(id);
     if (it == states_.end() || it->second.done) return;
-    it->second.done = true;
-    it->second.op.status = std::move(status);
-    it->second.op.output = std::move(output);
+    finish(it->second, std::move(status), std::move(output));
   }
   done_.notify_all();
 }
@@ -39,9 +49,7 @@ void HandleTable::complete_all(std::vector<Completion>& done) {
     for (Completion& c : done) {
       auto it = states_.find(c.id);
       if (it == states_.end() || it->second.done) continue;
-      it->second.done = true;
-      it->second.op.status = std::move(c.status);
-      it->second.op.output = std::move(c.output);
+      finish(it->second, std::move(c.status), std::move(c.output));
     }
   }
   done_.notify_all();
@@ -54,10 +62,14 @@ common::Result<bool> HandleTable::poll(int64_t id) const {
   return it->second.done;
 }
 
-Status HandleTable::wait(int64_t id, std::optional<std::chrono::duration<double>> timeout) const {
+Status HandleTable::wait(int64_t id, std::optional<std::chrono::duration<double>> timeout) {
   std::unique_lock lock(mu_);
   auto it = states_.find(id);
   if (it == states_.end()) return unknown(id);
+  if (!it->second.done && !it->second.waited) {
+    it->second.waited = true;
+    ++waited_pending_[it->second.set_id];
+  }
   // Iterators of an unordered_map stay valid across other insertions; only
   // release()/discard() of this very id would invalidate it, so look it up
   // again after every wake-up.
@@ -109,9 +121,18 @@ Status HandleTable::release(int64_t id) {
 void HandleTable::discard(int64_t id) {
   {
     std::lock_guard lock(mu_);
-    states_.erase(id);
+    auto it = states_.find(id);
+    if (it == states_.end()) return;
+    if (it->second.waited) --waited_pending_[it->second.set_id];
+    states_.erase(it);
   }
   done_.notify_all();
+}
+
+int HandleTable::waited_pending(int32_t set_id) const {
+  std::lock_guard lock(mu_);
+  auto it = waited_pending_.find(set_id);
+  return it == waited_pending_.end() ? 0 : it->second;
 }
 
 int64_t HandleTable::next_id() const {

@@ -3,6 +3,12 @@
 // allocated for the op: output bytes and shape, alltoall's received splits,
 // join's result). Any thread may create, poll, wait on and release handles;
 // the engine threads complete them. Waiting uses one condition variable.
+//
+// Each handle belongs to a process set. A pending handle that some thread
+// has waited on counts as "waited" for its set until it completes: the
+// engine reports such a rank as blocked, which is how it tells a job that
+// can make no progress at all (every rank blocked, nothing runnable) from
+// one that is merely slow (docs/engine.md, "No progress").
 #pragma once
 
 #include <chrono>
@@ -40,7 +46,8 @@ class HandleTable {
   // the ids of the one before it.
   explicit HandleTable(int64_t first_id = 1);
 
-  int64_t create();
+  // A pending handle of process set `set_id`.
+  int64_t create(int32_t set_id = 0);
   // Marks the op done; a waiter wakes. Unknown ids are ignored.
   void complete(int64_t id, common::Status status, OpOutput output = {});
   // Marks several ops done at once (a group): no waiter sees some done and
@@ -56,7 +63,8 @@ class HandleTable {
   common::Result<bool> poll(int64_t id) const;
   // The op's Status once done; kTimeout when `timeout` passes first (the
   // handle stays valid); no timeout: waits as long as it takes.
-  common::Status wait(int64_t id, std::optional<std::chrono::duration<double>> timeout) const;
+  // The first wait on a pending handle marks it waited (see above).
+  common::Status wait(int64_t id, std::optional<std::chrono::duration<double>> timeout);
   // Runs `read` on a finished op under the table's lock; kNotFound, or
   // kFailedPrecondition while the op is pending.
   common::Status inspect(int64_t id, const std::function<common::Status(const FinishedOp&)>& read) const;
@@ -65,19 +73,27 @@ class HandleTable {
   // Forgets an op whatever its state (one that never reached an engine).
   void discard(int64_t id);
 
+  // Pending handles of the set that a thread has waited on.
+  int waited_pending(int32_t set_id) const;
+
   int64_t next_id() const;
   size_t size() const;
 
  private:
   struct State {
     bool done = false;
+    bool waited = false;  // pending, and a thread waited on it
+    int32_t set_id = 0;
     FinishedOp op;
   };
   common::Status unknown(int64_t id) const;
+  // Marks `state` done (mu_ held).
+  void finish(State& state, common::Status status, OpOutput output);
 
   mutable std::mutex mu_;
   mutable std::condition_variable done_;
   std::unordered_map<int64_t, State> states_;
+  std::unordered_map<int32_t, int> waited_pending_;  // set id -> waited pending handles
   int64_t next_id_;
 };
 

@@ -29,6 +29,7 @@ namespace hvd::runtime::engine {
 inline constexpr size_t kInlinePayload = 256;       // bytes of payload carried in the header
 inline constexpr uint32_t kFlagJoined = 1u << 0;    // this rank's join() is pending
 inline constexpr uint32_t kFlagShutdown = 1u << 1;  // this rank stops the set's engine
+inline constexpr uint32_t kFlagBlocked = 1u << 2;   // a thread waits for one of the set's ops
 
 // Header size in bytes for a cache of `cache_capacity` slots.
 size_t header_bytes(size_t cache_capacity);

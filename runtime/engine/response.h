@@ -42,6 +42,8 @@ struct CyclePlan {
   bool join_done = false;
   int32_t join_last_rank = -1;      // global rank
   std::string stall_warning;        // for the set's rank 0 to log
+  std::string no_progress;          // the set could not progress: every pending op failed
+  int64_t restart_names = -1;       // >= 0: unnamed ops are numbered afresh in this generation
 
   void clear() {
     responses.clear();
@@ -52,6 +54,8 @@ struct CyclePlan {
     join_done = false;
     join_last_rank = -1;
     stall_warning.clear();
+    no_progress.clear();
+    restart_names = -1;
   }
 };
 

@@ -23,6 +23,7 @@ ControllerOptions controller_options(const SetEngineOptions& o) {
   c.cache_capacity = o.cache_capacity;
   c.stall_warning = o.stall_warning;
   c.stall_shutdown = o.stall_shutdown;
+  c.no_progress = o.no_progress;
   return c;
 }
 
@@ -53,11 +54,6 @@ SetEngine::~SetEngine() {
 Status SetEngine::enqueue(Entry& entry) { return queue_.push(entry); }
 
 Status SetEngine::enqueue_group(std::vector<Entry>& entries) { return queue_.push_group(entries); }
-
-std::string SetEngine::auto_name(OpType type) {
-  int64_t n = auto_names_[static_cast<size_t>(type)].fetch_add(1, std::memory_order_relaxed);
-  return std::string(op_type_name(type)) + ".noname." + std::to_string(n);
-}
 
 void SetEngine::stop(Status reason) {
   std::lock_guard join_lock(join_mu_);
@@ -127,7 +123,8 @@ void SetEngine::cycle_loop(std::vector<Entry>& drained, CyclePlan& plan) {
     controller_.add(drained, plan);
     for (auto& [entry, status] : plan.refused) complete(entry, status);
 
-    Status s = controller_.negotiate(stopping, plan);
+    const bool blocked = handles_.waited_pending(options_.process_set_id) > 0;
+    Status s = controller_.negotiate(stopping, blocked, plan);
     if (!s.is_ok()) {
       spdlog::error("{}: negotiation failed, failing every op: {}",
                     set_name(options_.process_set_id), s.message());
@@ -148,6 +145,12 @@ void SetEngine::cycle_loop(std::vector<Entry>& drained, CyclePlan& plan) {
       }
       fail_everything(reason, plan);
       return;
+    }
+    if (plan.restart_names >= 0) {
+      // Before the failed ops complete: the calls their waiters make next
+      // get the new names.
+      queue_.restart_names(plan.restart_names);
+      spdlog::error("{}", plan.no_progress);
     }
     if (!plan.stall_warning.empty() && options_.rank == 0) {
       if (options_.process_set_id == 0) {
@@ -218,7 +221,7 @@ Status SetEngine::execute(CyclePlan& plan, Timeline* timeline) {
     items_.push_back(item);
     item_response_.push_back(i);
   }
-  if (items_.empty()) return Status::ok();
+  // (No early return when nothing runs: failed groups still complete below.)
   for (const std::vector<size_t>& batch : plan_fusion(items_, options_.fusion_threshold)) {
     batch_.clear();
     for (size_t k : batch) batch_.push_back(&responses[item_response_[k]]);

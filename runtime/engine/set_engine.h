@@ -45,6 +45,7 @@ struct SetEngineOptions {
   size_t cache_capacity = 1024;
   std::chrono::seconds stall_warning{60};
   std::chrono::seconds stall_shutdown{0};
+  std::chrono::seconds no_progress{10};      // 0: never (see no_progress.h)
   std::chrono::milliseconds idle_wake{100};  // longest sleep of an idle engine
 };
 
@@ -62,9 +63,6 @@ class SetEngine {
   // Status otherwise (name in flight, engine stopped or failed).
   common::Status enqueue(Entry& entry);
   common::Status enqueue_group(std::vector<Entry>& entries);
-
-  // "<op type>.noname.<n>", n counting per op type on this set.
-  std::string auto_name(OpType type);
 
   // Stops the engine (collectively, see above) and joins its thread; ops
   // still pending here fail with `reason`. Later enqueues fail with it too.
@@ -92,7 +90,6 @@ class SetEngine {
   Controller controller_;
   Executor executor_;
   TensorQueue queue_;
-  std::array<std::atomic<int64_t>, 7> auto_names_{};
 
   std::atomic<bool> stop_requested_{false};
   std::mutex join_mu_;    // one stop() at a time

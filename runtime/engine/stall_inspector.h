@@ -18,6 +18,7 @@ struct PendingTensor {
   std::string name;
   std::chrono::steady_clock::time_point first_submitted;  // by the first rank
   std::vector<int> missing_ranks;                          // ascending
+  std::vector<int> submitted_ranks;                        // ascending
 };
 
 struct StallReport {

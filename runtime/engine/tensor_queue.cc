@@ -1,11 +1,45 @@
 #include "runtime/engine/tensor_queue.h"
 
+#include <algorithm>
 #include <iterator>
 #include <utility>
 
 namespace hvd::runtime::engine {
 
 using common::Status;
+
+namespace {
+
+// FNV-1a over the sorted member names: the same group id on every rank,
+// whatever order the ranks enqueue their groups in.
+int32_t group_id_of(std::vector<std::string> names) {
+  std::sort(names.begin(), names.end());
+  uint64_t h = 1469598103934665603ull;
+  for (const std::string& name : names) {
+    for (unsigned char c : name) h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xffu) * 1099511628211ull;  // separator
+  }
+  return static_cast<int32_t>(h & 0x7fffffffu);
+}
+
+bool wants_name(const Entry& e) {
+  return e.request.name.empty() && e.request.op_type != OpType::kJoin;
+}
+
+}  // namespace
+
+std::string TensorQueue::auto_name(OpType type, int64_t skip) const {
+  int64_t n = auto_names_[static_cast<size_t>(type)] + skip;
+  std::string name = std::string(op_type_name(type)) + ".noname.";
+  if (name_generation_ > 0) name += std::to_string(name_generation_) + ".";
+  return name + std::to_string(n);
+}
+
+void TensorQueue::restart_names(int64_t generation) {
+  std::lock_guard lock(mu_);
+  name_generation_ = generation;
+  auto_names_.fill(0);
+}
 
 Status TensorQueue::admit(const Entry& entry) const {
   if (closed_) return closed_status_;
@@ -15,6 +49,11 @@ Status TensorQueue::admit(const Entry& entry) const {
               "a join is already in flight on process set " +
                   std::to_string(entry.request.process_set_id)};
     }
+  } else if (join_in_flight_) {
+    return common::failed_precondition(
+        "cannot run " + std::string(op_type_name(entry.request.op_type)) +
+        (entry.request.name.empty() ? std::string() : " '" + entry.request.name + "'") +
+        ": join() is pending on this rank (ops enqueued after join() fail until it completes)");
   } else if (in_flight_.count(entry.request.name) != 0) {
     return {common::StatusCode::kAlreadyExists,
             "a tensor named '" + entry.request.name + "' is already in flight"};
@@ -25,7 +64,14 @@ Status TensorQueue::admit(const Entry& entry) const {
 Status TensorQueue::push(Entry& entry) {
   {
     std::lock_guard lock(mu_);
-    HVD_RETURN_IF_ERROR(admit(entry));
+    const bool named_here = wants_name(entry);
+    if (named_here) entry.request.name = auto_name(entry.request.op_type, 0);
+    Status admitted = admit(entry);
+    if (!admitted.is_ok()) {
+      if (named_here) entry.request.name.clear();
+      return admitted;
+    }
+    if (named_here) ++auto_names_[static_cast<size_t>(entry.request.op_type)];
     if (entry.request.op_type == OpType::kJoin) {
       join_in_flight_ = true;
     } else {
@@ -40,15 +86,32 @@ Status TensorQueue::push(Entry& entry) {
 Status TensorQueue::push_group(std::vector<Entry>& entries) {
   {
     std::lock_guard lock(mu_);
-    std::unordered_set<std::string> names;
+    std::array<int64_t, 7> taken{};  // numbers this group takes, per op type
+    std::vector<std::string> names;
     for (const Entry& e : entries) {
-      HVD_RETURN_IF_ERROR(admit(e));
-      if (!names.insert(e.request.name).second) {
+      const auto type = static_cast<size_t>(e.request.op_type);
+      names.push_back(wants_name(e) ? auto_name(e.request.op_type, taken[type]++)
+                                    : e.request.name);
+    }
+    std::unordered_set<std::string> seen;
+    for (size_t i = 0; i < entries.size(); ++i) {
+      Entry probe;
+      probe.request.op_type = entries[i].request.op_type;
+      probe.request.process_set_id = entries[i].request.process_set_id;
+      probe.request.name = names[i];
+      HVD_RETURN_IF_ERROR(admit(probe));
+      if (!seen.insert(names[i]).second) {
         return {common::StatusCode::kAlreadyExists,
-                "the group names tensor '" + e.request.name + "' twice"};
+                "the group names tensor '" + names[i] + "' twice"};
       }
     }
-    for (Entry& e : entries) {
+    for (size_t t = 0; t < taken.size(); ++t) auto_names_[t] += taken[t];
+    const int32_t group = group_id_of(names);
+    for (size_t i = 0; i < entries.size(); ++i) {
+      Entry& e = entries[i];
+      e.request.name = std::move(names[i]);
+      e.request.group_id = group;
+      e.request.group_size = static_cast<int32_t>(entries.size());
       in_flight_.insert(e.request.name);
       queued_.push_back(std::move(e));
     }

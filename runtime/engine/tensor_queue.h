@@ -7,7 +7,16 @@
 // yet finished), so that a second op with a pending name is refused at once,
 // and a closed status: once the engine stops or fails, every push fails with
 // the reason.
+//
+// Unnamed ops are named here, under the queue's lock and only once admitted
+// ("<op type>.noname.<n>", n counting per op type on this set): an op refused
+// on one rank never consumes a number, so ranks that make the same calls get
+// the same names. When the engine finds the ranks out of step anyway (no
+// progress, docs/engine.md) every rank restarts its numbering in the same
+// cycle with restart_names(); names then read "<op type>.noname.<g>.<n>".
 #pragma once
+
+#include <array>
 
 #include <chrono>
 #include <condition_variable>
@@ -43,11 +52,17 @@ struct Entry {
 class TensorQueue {
  public:
   // kAlreadyExists when an op of the same name is in flight (or, for join,
-  // when a join is); the close() status once closed. The entry is consumed
-  // only on success.
+  // when a join is); kFailedPrecondition for an op while this rank's join
+  // is pending; the close() status once closed. The entry is consumed only
+  // on success; an unnamed one is named then.
   common::Status push(Entry& entry);
   // All of them or none (same checks, and no two of them share a name).
+  // Sets each member's group_id (the same on every rank: a hash of the
+  // members' names) and group_size.
   common::Status push_group(std::vector<Entry>& entries);
+
+  // Every later unnamed op is numbered from 0 in naming generation `g`.
+  void restart_names(int64_t generation);
 
   // Moves everything queued to the end of `out`, in push order.
   void drain(std::vector<Entry>& out);
@@ -67,11 +82,15 @@ class TensorQueue {
 
  private:
   common::Status admit(const Entry& entry) const;  // under mu_
+  // The name the next unnamed op of `type` gets, `skip` numbers ahead (under mu_).
+  std::string auto_name(OpType type, int64_t skip) const;
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::vector<Entry> queued_;
   std::unordered_set<std::string> in_flight_;
+  std::array<int64_t, 7> auto_names_{};  // next number per op type
+  int64_t name_generation_ = 0;
   bool join_in_flight_ = false;
   bool interrupted_ = false;
   bool closed_ = false;

@@ -27,13 +27,6 @@ def test_world():
     assert ht.is_homogeneous()
 
 
-def test_build_queries():
-    assert (ht.mpi_built(), ht.mpi_enabled(), ht.mpi_threads_supported()) == (False,) * 3
-    assert ht.gloo_built() and ht.gloo_enabled()
-    assert not any(f() for f in (ht.nccl_built, ht.ddl_built, ht.ccl_built, ht.cuda_built,
-                                 ht.rocm_built))
-
-
 def test_constants_come_from_the_library():
     for op, name in [(ht.Sum, "HVD_OP_SUM"), (ht.Average, "HVD_OP_AVERAGE"),
                      (ht.Min, "HVD_OP_MIN"), (ht.Max, "HVD_OP_MAX"),
@@ -66,14 +59,14 @@ def test_hvd_op_struct_matches_the_header():
 # ---- argument errors (raised at once, on the calling rank) ---------------------------------
 
 def test_adasum_is_a_clear_error():
-    with pytest.raises(ValueError, match="Adasum is not supported by hvd yet"):
+    with pytest.raises(NotImplementedError, match="Adasum"):
         ht.allreduce(torch.ones(2), op=ht.Adasum)
 
 
 def test_unsupported_dtypes_and_devices():
-    with pytest.raises(TypeError, match="complex64"):
+    with pytest.raises(ValueError, match="complex64"):
         ht.allreduce(torch.ones(2, dtype=torch.complex64))
-    with pytest.raises(TypeError, match="device"):
+    with pytest.raises(ValueError, match="device"):
         ht.allreduce(torch.ones(2, device="meta"))
     with pytest.raises(TypeError):
         ht.allreduce([1.0, 2.0])
@@ -82,20 +75,18 @@ def test_unsupported_dtypes_and_devices():
 def test_cuda_tensors_need_nccl():
     if not torch.cuda.is_available():
         pytest.skip("no CUDA device here")
-    with pytest.raises(ht.HorovodInternalError, match="NCCL"):
+    with pytest.raises(ValueError, match="NCCL"):
         ht.allreduce(torch.ones(2, device="cuda"))
 
 
 def test_engine_argument_errors():
-    with pytest.raises(ht.HorovodInternalError, match="average is not defined for bool"):
+    with pytest.raises(ValueError, match="average is not defined for bool"):
         ht.allreduce(torch.ones(2, dtype=torch.bool), op=ht.Average)
-    with pytest.raises(ht.HorovodInternalError, match="scale factors"):
-        ht.allreduce(torch.ones(2, dtype=torch.int32), op=ht.Sum, prescale_factor=2.0)
     with pytest.raises(ValueError, match="scalar"):
         ht.allgather(torch.tensor(1.0))
     with pytest.raises(ValueError, match="splits"):
         ht.alltoall(torch.ones(4), splits=[1] * (ht.size() + 1))
-    with pytest.raises(ht.HorovodInternalError, match="out of range"):
+    with pytest.raises(ValueError, match="out of range"):
         ht.broadcast(torch.ones(2), root_rank=ht.size())
 
 
@@ -104,7 +95,7 @@ def test_name_already_in_flight():
     # barrier, so the duplicate always meets the first one still in flight.
     if ht.rank() == 0:
         h = ht.allreduce_async(torch.ones(2), name="twice")
-        with pytest.raises(ht.HorovodInternalError, match="twice"):
+        with pytest.raises(ValueError, match="twice"):
             ht.allreduce_async(torch.ones(2), name="twice")
         ht.barrier()
     else:
@@ -114,11 +105,12 @@ def test_name_already_in_flight():
 
 
 def test_error_is_a_runtime_error_with_code():
+    # A failed collective (here: shapes that differ) is a HorovodInternalError
+    # carrying the library's code; argument errors are not (above).
     assert issubclass(ht.HorovodInternalError, RuntimeError)
-    try:
-        ht.allreduce(torch.ones(2, dtype=torch.bool), op=ht.Average)
-    except ht.HorovodInternalError as e:
-        assert e.code == _lib.C.ERR_INVALID_ARGUMENT
+    with pytest.raises(ht.HorovodInternalError) as e:
+        ht.allreduce(torch.ones(ht.rank() + 1), name="code_check")
+    assert e.value.code == _lib.C.ERR_INVALID_ARGUMENT
 
 
 # ---- mismatches: every rank gets the error ---------------------------------------------------
@@ -231,7 +223,7 @@ def test_process_sets(two_or_more):
                 assert not ps.included()
                 with pytest.raises(ValueError):
                     ps.rank()
-                with pytest.raises(ht.HorovodInternalError, match="not a member"):
+                with pytest.raises(ValueError, match="not a member"):
                     ht.allreduce(torch.ones(1), process_set=ps)
         # A set's ops and the global set's ops do not wait for each other.
         if first.included():

@@ -194,7 +194,7 @@ def test_named_parameters_validation():
     with pytest.raises(ValueError, match="not named"):
         hvd.DistributedOptimizer(default_opt(model),
                                  named_parameters=list(model.named_parameters())[:1])
-    with pytest.raises(ValueError, match="Adasum"):
+    with pytest.raises(NotImplementedError, match="Adasum"):
         hvd.DistributedOptimizer(default_opt(model), op=hvd.Adasum)
     with pytest.raises(ValueError):
         hvd.DistributedOptimizer(default_opt(model), backward_passes_per_step=0)

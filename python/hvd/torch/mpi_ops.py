@@ -7,14 +7,15 @@ global rank, also on process sets. Tensors must be CPU tensors (CUDA tensors
 need the NCCL transport, not built yet); non-contiguous tensors are copied.
 Numpy arrays passed to these calls go to hvd.numpy.
 
-Gradients (sum of the ranks' losses as the objective):
+Gradients, exactly as horovod.torch computes them (its convention: each
+rank's incoming gradient is an estimate of the same quantity, so gathered
+gradients are averaged, not summed):
     allreduce      -> allreduce of the gradient with the same op and factors
-    allgather      -> the sum over ranks of the gradient, this rank's rows
-    broadcast      -> the sum over ranks of the gradient on the root, 0 elsewhere
+    allgather      -> the Average over ranks of the gradient, this rank's rows
+    broadcast      -> the Average over ranks of the gradient on the root, 0 elsewhere
     alltoall       -> alltoall of the gradient back with the received splits
-    reducescatter  -> allgather of the gradient (divided by size for Average)
-Horovod averages (instead of summing) in allgather and broadcast backward,
-which is off by the number of ranks under that objective.
+    reducescatter  -> allgather of the gradient, times size() for Sum (as is
+                      for Average), times the scale factors
 """
 
 import numpy as _np
@@ -48,18 +49,20 @@ class _TorchKind:
     def prepare(t):
         if not isinstance(t, torch.Tensor):
             raise TypeError(f"hvd.torch expects a torch.Tensor, not {type(t).__name__}")
+        # Unsupported tensor types are ValueErrors, as in horovod.torch
+        # ("Tensor type ... is not supported").
         if t.dtype not in _DTYPES:
-            raise TypeError(f"hvd does not support tensors of type {t.dtype}; supported: "
-                            + ", ".join(str(d) for d in _DTYPES))
+            raise ValueError(f"Tensor type {t.dtype} is not supported by hvd; supported: "
+                             + ", ".join(str(d) for d in _DTYPES))
         if t.layout != torch.strided:
-            raise TypeError(f"hvd needs dense tensors, not {t.layout} "
-                            "(sparse gradients: sparse_allreduce_async)")
+            raise ValueError(f"hvd needs dense tensors, not {t.layout} "
+                             "(sparse gradients: sparse_allreduce_async)")
         if t.device.type != "cpu":
             if t.device.type == "cuda":
-                raise HorovodInternalError(
-                    "CUDA tensors need the NCCL transport (not built); move the tensor to the "
-                    "CPU or use a build with NCCL", C.ERR_UNIMPLEMENTED)
-            raise TypeError(f"hvd cannot use tensors on device {t.device}")
+                raise ValueError(f"CUDA tensors ({t.dtype} on {t.device}) are not supported: "
+                                 "they need the NCCL transport, which this build does not have "
+                                 "yet; move the tensor to the CPU")
+            raise ValueError(f"Tensors on device {t.device} are not supported (CPU tensors only)")
         return t if t.is_contiguous() else t.contiguous()
 
     @staticmethod
@@ -86,8 +89,8 @@ class _TorchKind:
     @staticmethod
     def to_list(values):
         if isinstance(values, torch.Tensor):
-            return [int(v) for v in values.tolist()]
-        return [int(v) for v in values]
+            return values.reshape(-1).tolist()
+        return list(values)
 
 
 _kind = _TorchKind()
@@ -280,7 +283,7 @@ class HorovodAllgather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad_reduced = allreduce(grad_output, op=Sum, process_set=ctx.process_set)
+        grad_reduced = allreduce(grad_output, op=Average, process_set=ctx.process_set)
         dims = allgather(torch.tensor([ctx.dim], dtype=torch.int64),
                          process_set=ctx.process_set)
         r = ctx.process_set.rank()
@@ -313,7 +316,7 @@ class HorovodGroupedAllgather(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, *grad_outputs):
-        reduced = grouped_allreduce(list(grad_outputs), op=Sum, process_set=ctx.process_set)
+        reduced = grouped_allreduce(list(grad_outputs), op=Average, process_set=ctx.process_set)
         dims = allgather(torch.tensor([ctx.dims], dtype=torch.int64),
                          process_set=ctx.process_set)
         r = ctx.process_set.rank()
@@ -352,7 +355,7 @@ class HorovodBroadcast(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_output):
-        grad_reduced = allreduce(grad_output, op=Sum, process_set=ctx.process_set)
+        grad_reduced = allreduce(grad_output, op=Average, process_set=ctx.process_set)
         if ctx.process_set.set_rank_of(ctx.root_rank) != ctx.process_set.rank():
             grad_reduced = grad_reduced * 0
         return grad_reduced, None, None, None
@@ -430,11 +433,17 @@ def reducescatter_async(tensor, name=None, op=Average, process_set=global_proces
                         "reducescatter")
 
 
+def _reducescatter_scale(ctx):
+    """What the allgathered gradient of a reducescatter is multiplied by."""
+    scale = ctx.prescale_factor * ctx.postscale_factor
+    if ctx.op == Sum:
+        scale *= ctx.process_set.size()
+    return scale
+
+
 def _reducescatter_grad(grad_output, ctx):
     grad = allgather(grad_output, process_set=ctx.process_set)
-    if ctx.op == Average:
-        grad = grad / ctx.process_set.size()
-    scale = ctx.prescale_factor * ctx.postscale_factor
+    scale = _reducescatter_scale(ctx)
     return grad * scale if scale != 1.0 else grad
 
 
@@ -492,9 +501,7 @@ class HorovodGroupedReducescatter(torch.autograd.Function):
     @staticmethod
     def backward(ctx, *grad_outputs):
         grads = grouped_allgather(list(grad_outputs), process_set=ctx.process_set)
-        scale = ctx.prescale_factor * ctx.postscale_factor
-        if ctx.op == Average:
-            scale /= ctx.process_set.size()
+        scale = _reducescatter_scale(ctx)
         return (None, None, None, None, None, *[g * scale if scale != 1.0 else g for g in grads])
 
 

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 import torch
 
-from hvd.common import Adasum, Average, global_process_set, size
+from hvd.common import Adasum, Average, adasum_unsupported, global_process_set, size
 from hvd.torch.compression import Compression
 from hvd.torch.functions import broadcast_object
 from hvd.torch.mpi_ops import (allreduce_async_, grouped_allreduce_async_,
@@ -327,7 +327,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
     if gradient_predivide_factor != 1.0 and op != Average:
         raise ValueError("gradient_predivide_factor not supported with op != Average")
     if op is Adasum:
-        raise ValueError("Adasum is not supported by hvd yet")
+        raise NotImplementedError(adasum_unsupported())
     if num_groups != 0:
         warnings.warn("Parameter `num_groups` has been replaced by `groups`.",
                       DeprecationWarning)

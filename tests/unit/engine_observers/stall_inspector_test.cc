@@ -24,7 +24,7 @@ bool contains(const std::string& text, const std::string& part) {
 struct Fixture {
   Clock::time_point base = Clock::now();
   // grad_w first seen at base (rank 1 missing), grad_b at base + 5 s (ranks 1, 3).
-  std::vector<PendingTensor> pending{{"grad_w", base, {1}}, {"grad_b", base + 5s, {1, 3}}};
+  std::vector<PendingTensor> pending{{"grad_w", base, {1}, {0}}, {"grad_b", base + 5s, {1, 3}, {0, 2}}};
 };
 
 TEST_CASE("stall inspector: nothing before the check time", "[stall]") {
@@ -35,7 +35,7 @@ TEST_CASE("stall inspector: nothing before the check time", "[stall]") {
   CHECK(r.expired.empty());
   CHECK(inspector.check({}, f.base + 1h).warning.empty());
   // A tensor first seen "after now" has waited nothing.
-  CHECK(inspector.check({{"future", f.base + 2h, {0}}}, f.base + 1h).warning.empty());
+  CHECK(inspector.check({{"future", f.base + 2h, {0}, {1}}}, f.base + 1h).warning.empty());
 }
 
 TEST_CASE("stall inspector: the warning names tensors, waits and missing ranks", "[stall]") {
