@@ -3,14 +3,18 @@
 // calling thread's last-error message.
 #include "hvd/c_api.h"
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "config/settings.h"
 #include "runtime/runtime.h"
 
 namespace {
@@ -100,20 +104,30 @@ int query(Field field) noexcept {
   }
 }
 
-// A process set's figure: the value, or -code (with the last error set).
+// Runs `body` (returning Result<int>): its value, or -code with the last
+// error set; exceptions become -HVD_ERR_INTERNAL.
 template <typename Body>
-int set_query(int32_t id, Body&& body) noexcept {
+int value_or_negated_code(Body&& body) noexcept {
   try {
-    std::shared_ptr<Runtime> rt = current();
-    if (!rt) return -fail(not_initialized());
-    auto set = rt->process_set(id);
-    if (!set.is_ok()) return -fail(set.status());
-    return body(*set.value());
+    hvd::common::Result<int> value = body();
+    return value.is_ok() ? value.value() : -fail(value.status());
   } catch (const std::exception& e) {
     return -fail(exception_status(&e));
   } catch (...) {
     return -fail(exception_status(nullptr));
   }
+}
+
+// A process set's figure: the value, or -code (with the last error set).
+template <typename Body>
+int set_query(int32_t id, Body&& body) noexcept {
+  return value_or_negated_code([&]() -> hvd::common::Result<int> {
+    std::shared_ptr<Runtime> rt = current();
+    if (!rt) return not_initialized();
+    auto set = rt->process_set(id);
+    if (!set.is_ok()) return set.status();
+    return body(*set.value());
+  });
 }
 
 struct Constant {
@@ -140,6 +154,63 @@ constexpr Constant kConstants[] = {
     HVD_CONSTANT(HVD_DEVICE_CPU), HVD_CONSTANT(HVD_GLOBAL_PROCESS_SET),
 };
 #undef HVD_CONSTANT
+
+// ---- Build and environment queries (hvd_build_feature) ----
+
+// The folder this libhvd.so was loaded from, made absolute when the library
+// is loaded (a relative path names the working directory of that moment).
+// Asked about a function of internal linkage: an exported one may resolve to
+// another copy of libhvd.so loaded earlier.
+const std::filesystem::path& library_dir() {
+  static const auto* dir = [] {
+    Dl_info info{};
+    std::error_code ec;
+    std::filesystem::path path;
+    if (dladdr(reinterpret_cast<void*>(&library_dir), &info) != 0 &&
+        info.dli_fname != nullptr) {
+      path = std::filesystem::absolute(info.dli_fname, ec).parent_path();
+    }
+    return new std::filesystem::path(std::move(path));
+  }();
+  return *dir;
+}
+[[maybe_unused]] const bool kLibraryDirKnown = !library_dir().empty();
+
+// The NCCL plugin (CUDA tensors) is a library of its own beside libhvd.so.
+int nccl_plugin_present() {
+  std::error_code ec;
+  const auto& dir = library_dir();
+  return !dir.empty() && std::filesystem::is_regular_file(dir / "libhvd_nccl.so", ec) ? 1 : 0;
+}
+
+// Whether the CPU transport is gloo, from the environment as hvd_init() reads it.
+hvd::common::Result<int> gloo_enabled() {
+  hvd::config::Settings settings;
+  HVD_RETURN_IF_ERROR(settings.apply_environment([](const char* n) { return std::getenv(n); }));
+  return settings.get("cpu_transport") == "gloo" ? 1 : 0;
+}
+
+struct Feature {
+  const char* name;
+  hvd::common::Result<int> (*answer)();
+};
+
+hvd::common::Result<int> yes() { return 1; }
+hvd::common::Result<int> no() { return 0; }
+hvd::common::Result<int> with_nccl_plugin() { return nccl_plugin_present(); }
+
+constexpr Feature kFeatures[] = {
+    {"gloo_built", yes},
+    {"gloo_enabled", gloo_enabled},
+    {"mpi_built", no},
+    {"mpi_enabled", no},
+    {"mpi_threads_supported", no},
+    {"nccl_built", with_nccl_plugin},
+    {"cuda_built", with_nccl_plugin},  // CUDA tensors go through the NCCL plugin
+    {"rocm_built", no},
+    {"ccl_built", no},
+    {"ddl_built", no},
+};
 
 // A program that exits without hvd_shutdown(): stop the engines while the
 // process is still whole. Registered after the logger exists, so it runs
@@ -235,17 +306,13 @@ int hvd_enqueue_group(const hvd_op* ops, int32_t n, int64_t* handles) {
 }
 
 int hvd_poll(int64_t handle) {
-  try {
+  return value_or_negated_code([&]() -> hvd::common::Result<int> {
     std::shared_ptr<Runtime> rt = current();
-    if (!rt) return -fail(not_initialized());
+    if (!rt) return not_initialized();
     auto done = rt->handles().poll(handle);
-    if (!done.is_ok()) return -fail(done.status());
+    if (!done.is_ok()) return done.status();
     return done.value() ? 1 : 0;
-  } catch (const std::exception& e) {
-    return -fail(exception_status(&e));
-  } catch (...) {
-    return -fail(exception_status(nullptr));
-  }
+  });
 }
 
 int hvd_wait(int64_t handle, double timeout_seconds) {
@@ -397,6 +464,17 @@ int hvd_constant(const char* name, int64_t* value) {
       }
     }
     return hvd::common::not_found("hvd_constant: no constant named '" + std::string(name) + "'");
+  });
+}
+
+int hvd_build_feature(const char* name) {
+  return value_or_negated_code([&]() -> hvd::common::Result<int> {
+    if (name == nullptr) return hvd::common::invalid_argument("hvd_build_feature: name is null");
+    for (const auto& feature : kFeatures) {
+      if (std::strcmp(feature.name, name) == 0) return feature.answer();
+    }
+    return hvd::common::not_found("hvd_build_feature: no feature named '" + std::string(name) +
+                                  "'");
   });
 }
 

@@ -109,6 +109,7 @@ hvd_process_set_ranks = _declare("hvd_process_set_ranks", _int, _i32, _pi32, _i3
 hvd_start_timeline = _declare("hvd_start_timeline", _int, ctypes.c_char_p)
 hvd_stop_timeline = _declare("hvd_stop_timeline", _int)
 hvd_constant = _declare("hvd_constant", _int, ctypes.c_char_p, _pi64)
+hvd_build_feature = _declare("hvd_build_feature", _int, ctypes.c_char_p)
 hvd_last_error = _declare("hvd_last_error", ctypes.c_char_p)
 hvd_version = _declare("hvd_version", ctypes.c_char_p)
 

@@ -147,46 +147,47 @@ def is_homogeneous():
     return size() == local_size() * cross_size()
 
 
-# ---- Build and feature queries (Horovod's names) --------------------------
+# ---- Build and feature queries (horovod.common.basics's names) -----------
+# libhvd answers them (hvd_build_feature), before init() too.
 
-def mpi_built():
-    return False
+def _feature(name):
+    return _lib.check_nonnegative(_lib.hvd_build_feature(name.encode()), name)
 
 
-def mpi_enabled():
-    return False
+def _flag(name, doc):
+    """The query ``name()``: libhvd's answer as a bool."""
+    def query():
+        return bool(_feature(name))
+    query.__name__ = query.__qualname__ = name
+    query.__doc__ = doc
+    return query
+
+
+mpi_built = _flag("mpi_built", "False: hvd runs without MPI.")
+mpi_enabled = _flag("mpi_enabled", "False: hvd runs without MPI.")
+gloo_built = _flag("gloo_built", "True: Gloo is hvd's CPU transport.")
+gloo_enabled = _flag("gloo_enabled",
+                     "True when the CPU transport (HVD_CPU_TRANSPORT, --cpu-transport) is gloo.")
+cuda_built = _flag("cuda_built",
+                   "True when CUDA tensors can be reduced: the NCCL plugin is present.")
+rocm_built = _flag("rocm_built", "False.")
+ccl_built = _flag("ccl_built", "False.")
+ddl_built = _flag("ddl_built", "False.")
 
 
 def mpi_threads_supported():
-    return False
-
-
-def gloo_built():
-    return True
-
-
-def gloo_enabled():
-    return True
+    """Like Horovod without MPI: raises ValueError (it is defined only when
+    mpi_enabled(), which hvd never is)."""
+    if not mpi_enabled():
+        raise ValueError("Horovod MPI is not enabled: hvd runs without MPI, so "
+                         "mpi_threads_supported() has no answer")
+    return bool(_feature("mpi_threads_supported"))
 
 
 def nccl_built():
-    return False
-
-
-def ddl_built():
-    return False
-
-
-def ccl_built():
-    return False
-
-
-def cuda_built():
-    return False
-
-
-def rocm_built():
-    return False
+    """An int, as in Horovod: 0 without the NCCL plugin (libhvd_nccl.so beside
+    libhvd.so), nonzero with it (1: hvd does not report NCCL's version code)."""
+    return int(_feature("nccl_built"))
 
 
 # ---- Timeline --------------------------------------------------------------

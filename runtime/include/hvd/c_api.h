@@ -167,6 +167,18 @@ HVD_EXPORT int hvd_stop_timeline(void);
  * there is no such constant. */
 HVD_EXPORT int hvd_constant(const char* name, int64_t* value);
 
+/* Build and environment queries, named as horovod.common.basics names them:
+ * "gloo_built", "gloo_enabled", "mpi_built", "mpi_enabled",
+ * "mpi_threads_supported", "nccl_built", "cuda_built", "rocm_built",
+ * "ccl_built", "ddl_built". Returns 1 or 0, also before hvd_init():
+ * gloo_built is 1; gloo_enabled is 1 when the CPU transport (setting
+ * cpu_transport, HVD_CPU_TRANSPORT) is gloo; nccl_built and cuda_built are 1
+ * when the NCCL plugin, libhvd_nccl.so, lies beside this libhvd.so; the MPI,
+ * ROCm, oneCCL and DDL ones are 0. -HVD_ERR_NOT_FOUND for another name,
+ * -HVD_ERR_INVALID_ARGUMENT for NULL or a malformed HVD_* setting (message
+ * in hvd_last_error()). */
+HVD_EXPORT int hvd_build_feature(const char* name);
+
 /* The message of the last failed call on this thread ("" if none). */
 HVD_EXPORT const char* hvd_last_error(void);
 HVD_EXPORT const char* hvd_version(void);

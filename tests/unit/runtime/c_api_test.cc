@@ -1,5 +1,6 @@
 // The C ABI of libhvd.so in a world of one (no launcher): what Python's
 // ctypes binding will see.
+#include <dlfcn.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -18,7 +19,8 @@ namespace {
 void clear_environment() {
   for (const char* name : {"HVD_RANK", "HVD_SIZE", "HVD_LOCAL_RANK", "HVD_LOCAL_SIZE",
                            "HVD_CROSS_RANK", "HVD_CROSS_SIZE", "HVD_RENDEZVOUS_ADDR",
-                           "HVD_JOB_TOKEN", "HVD_CPU_TRANSPORT", "HVD_LOG_LEVEL"}) {
+                           "HVD_JOB_TOKEN", "HVD_CPU_TRANSPORT", "HVD_LOG_LEVEL",
+                           "HVD_START_TIMEOUT"}) {
     unsetenv(name);
   }
 }
@@ -130,6 +132,76 @@ TEST_CASE("c api: a malformed environment fails init with the variable named", "
   CHECK(hvd_init() == HVD_ERR_NOT_FOUND);
   CHECK(std::string(hvd_last_error()) == "unknown transport 'mpi' (registered: gloo)");
   clear_environment();
+}
+
+// The folder of the libhvd.so this test runs against.
+std::filesystem::path loaded_library_dir() {
+  Dl_info info{};
+  REQUIRE(dladdr(reinterpret_cast<void*>(&hvd_init), &info) != 0);
+  return std::filesystem::absolute(info.dli_fname).parent_path();
+}
+
+TEST_CASE("c api: build features, before and after init", "[c_api]") {
+  clear_environment();
+  const int nccl =
+      std::filesystem::exists(loaded_library_dir() / "libhvd_nccl.so") ? 1 : 0;
+  auto check_all = [&] {
+    CHECK(hvd_build_feature("gloo_built") == 1);
+    CHECK(hvd_build_feature("gloo_enabled") == 1);
+    CHECK(hvd_build_feature("nccl_built") == nccl);
+    CHECK(hvd_build_feature("cuda_built") == nccl);
+    for (const char* name : {"mpi_built", "mpi_enabled", "mpi_threads_supported", "rocm_built",
+                             "ccl_built", "ddl_built"}) {
+      INFO(name);
+      CHECK(hvd_build_feature(name) == 0);
+    }
+  };
+  check_all();
+  {
+    ShutdownAfter cleanup;
+    REQUIRE(hvd_init() == HVD_OK);
+    check_all();
+  }
+  CHECK(hvd_build_feature("adasum_built") == -HVD_ERR_NOT_FOUND);
+  CHECK(std::string(hvd_last_error()) == "hvd_build_feature: no feature named 'adasum_built'");
+  CHECK(hvd_build_feature(nullptr) == -HVD_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(hvd_last_error()) == "hvd_build_feature: name is null");
+}
+
+TEST_CASE("c api: gloo_enabled follows the cpu_transport setting", "[c_api]") {
+  clear_environment();
+  setenv("HVD_CPU_TRANSPORT", "shm", 1);
+  CHECK(hvd_build_feature("gloo_enabled") == 0);
+  CHECK(hvd_build_feature("gloo_built") == 1);
+  clear_environment();
+  setenv("HVD_START_TIMEOUT", "soon", 1);  // what init would refuse, named
+  CHECK(hvd_build_feature("gloo_enabled") == -HVD_ERR_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(hvd_last_error()), Catch::Contains("HVD_START_TIMEOUT"));
+  clear_environment();
+}
+
+TEST_CASE("c api: nccl_built and cuda_built see libhvd_nccl.so beside libhvd.so", "[c_api]") {
+  clear_environment();
+  // A copy of libhvd.so in a folder of its own, loaded beside this one.
+  char dir_template[] = "/tmp/hvd_nccl_probe_XXXXXX";
+  REQUIRE(mkdtemp(dir_template) != nullptr);
+  const std::filesystem::path dir(dir_template);
+  std::filesystem::copy_file(loaded_library_dir() / "libhvd.so", dir / "libhvd.so");
+  std::ofstream(dir / "libhvd_nccl.so").close();  // presence is what counts
+  void* copy = dlopen((dir / "libhvd.so").c_str(), RTLD_NOW | RTLD_LOCAL);
+  REQUIRE(copy != nullptr);
+  auto feature = reinterpret_cast<int (*)(const char*)>(dlsym(copy, "hvd_build_feature"));
+  REQUIRE(feature != nullptr);
+  REQUIRE(feature != &hvd_build_feature);  // really the copy
+  CHECK(feature("nccl_built") == 1);
+  CHECK(feature("cuda_built") == 1);
+  CHECK(feature("gloo_built") == 1);
+  std::filesystem::remove(dir / "libhvd_nccl.so");
+  CHECK(feature("nccl_built") == 0);
+  CHECK(feature("cuda_built") == 0);
+  std::filesystem::create_directory(dir / "libhvd_nccl.so");  // not a library
+  CHECK(feature("nccl_built") == 0);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("c api: constants and version", "[c_api]") {
