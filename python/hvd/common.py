@@ -52,13 +52,23 @@ _OPS = {int(o): o for o in (Sum, Average, Min, Max, Product)}
 
 
 def reduce_op_code(op):
-    """The library's value for ``op``; ValueError for Adasum or a non-op."""
+    """The library's value for ``op``; NotImplementedError for Adasum (what
+    horovod.torch raises where it cannot run Adasum), ValueError for a non-op."""
     if op is Adasum:
-        raise ValueError("Adasum is not supported by hvd yet")
+        raise NotImplementedError(adasum_unsupported())
     if isinstance(op, bool) or not isinstance(op, int) or int(op) not in _OPS:
         raise ValueError(f"{op!r} is not a reduction op (use hvd.Sum, hvd.Average, hvd.Min, "
                          "hvd.Max or hvd.Product)")
     return int(op)
+
+
+def adasum_unsupported():
+    """Why Adasum cannot run: Horovod's words where it refuses too."""
+    n = _lib.hvd_size()
+    if n > 0 and n & (n - 1):
+        return "Running Adasum with non-power of 2 ranks is not supported yet."
+    return ("Adasum is not supported by hvd (Horovod runs it only with MPI or NCCL, which "
+            "hvd does not use); use op=hvd.Average")
 
 
 def handle_average_backwards_compatibility(op, average):
