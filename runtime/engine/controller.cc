@@ -390,6 +390,9 @@ void Controller::complete_join(CyclePlan& plan) {
   }
   plan.join_done = true;
   plan.join_last_rank = global(last);
+  // Ranks that joined early made fewer unnamed calls than the others (and
+  // the others' refused ones count too): every rank numbers afresh, in step.
+  plan.restart_names = cycle_;
   if (join_entry_) {
     plan.join_entry = std::move(join_entry_);
     join_entry_.reset();

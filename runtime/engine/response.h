@@ -44,6 +44,7 @@ struct CyclePlan {
   std::string stall_warning;        // for the set's rank 0 to log
   std::string no_progress;          // the set could not progress: every pending op failed
   int64_t restart_names = -1;       // >= 0: unnamed ops are numbered afresh in this generation
+                                    // (set by a completed join and by the no-progress check)
 
   void clear() {
     responses.clear();

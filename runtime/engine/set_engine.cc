@@ -150,7 +150,7 @@ void SetEngine::cycle_loop(std::vector<Entry>& drained, CyclePlan& plan) {
       // Before the failed ops complete: the calls their waiters make next
       // get the new names.
       queue_.restart_names(plan.restart_names);
-      spdlog::error("{}", plan.no_progress);
+      if (!plan.no_progress.empty()) spdlog::error("{}", plan.no_progress);
     }
     if (!plan.stall_warning.empty() && options_.rank == 0) {
       if (options_.process_set_id == 0) {

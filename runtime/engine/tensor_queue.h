@@ -11,9 +11,10 @@
 // Unnamed ops are named here, under the queue's lock and only once admitted
 // ("<op type>.noname.<n>", n counting per op type on this set): an op refused
 // on one rank never consumes a number, so ranks that make the same calls get
-// the same names. When the engine finds the ranks out of step anyway (no
-// progress, docs/engine.md) every rank restarts its numbering in the same
-// cycle with restart_names(); names then read "<op type>.noname.<g>.<n>".
+// the same names. When a join completes, and when the engine finds the
+// ranks out of step anyway (no progress, docs/engine.md), every rank
+// restarts its numbering in the same cycle with restart_names(); names then
+// read "<op type>.noname.<g>.<n>".
 #pragma once
 
 #include <array>
