@@ -106,15 +106,14 @@ Status check_reduction(const hvd_op& op, engine::Request& q, const std::string& 
   q.reduce_op = reduce.value();
   q.prescale_factor = pre.value();
   q.postscale_factor = post.value();
-  std::string type_name(common::data_type_name(q.dtype));
   if (q.dtype == DataType::kBool && q.reduce_op == ReduceOp::kAverage) {
     return invalid_argument(call + ": average is not defined for bool");
   }
-  // Integers: only an Average's division (which truncates) is done; other
-  // scaling would need rounding rules nobody asked for, so it is refused.
+  // Every other type scales as Horovod does (runtime/scale.h: integers in
+  // float64, truncated); bool has no arithmetic.
   if (!can_scale(q.dtype) && (q.prescale_factor != 1.0 || q.postscale_factor != 1.0)) {
-    return invalid_argument(call + ": scale factors other than 1 need a floating type, not " +
-                            type_name);
+    return invalid_argument(call + ": scale factors other than 1 do not apply to " +
+                            std::string(common::data_type_name(q.dtype)));
   }
   return Status::ok();
 }

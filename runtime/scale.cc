@@ -2,6 +2,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 
 #include "common/half.h"
@@ -12,125 +13,127 @@ namespace {
 
 using common::DataType;
 
-// float16 and bfloat16 as float, element by element.
-struct Half {
-  static float load(uint16_t v) { return common::half_to_float(v); }
-  static uint16_t store(float f) { return common::float_to_half(f); }
-};
-struct BFloat {
-  static float load(uint16_t v) { return common::bfloat16_to_float(v); }
-  static uint16_t store(float f) { return common::float_to_bfloat16(f); }
+// C++'s conversion of a double to an integer (truncation toward zero), made
+// total: through int64 (NaN and values beyond it give int64's minimum, as
+// x86 does), then modulo 2^bits into T (C++20 defines that conversion).
+template <typename T>
+T truncate_to(double x) {
+  constexpr double kTwo63 = 9223372036854775808.0;
+  const int64_t wide = x >= -kTwo63 && x < kTwo63 ? static_cast<int64_t>(x)
+                                                  : std::numeric_limits<int64_t>::min();
+  return static_cast<T>(wide);
+}
+
+// How one element type divides and multiplies; Storage is its C++ type.
+template <typename T>
+struct Integer {
+  using Storage = T;
+  // The divisor stays an int (a world of 300 does not fit in an int8); the
+  // usual conversions do the arithmetic in int or int64_t.
+  static T divide(T v, int divisor) { return static_cast<T>(v / divisor); }
+  static T multiply(T v, double factor) {
+    return truncate_to<T>(static_cast<double>(v) * factor);
+  }
 };
 
 template <typename T>
-void divide_as(T* dst, const T* src, size_t count, int divisor) {
-  // The divisor stays an int (a world of 300 does not fit in an int8); the
-  // usual conversions do the arithmetic in int, int64_t, float or double.
-  for (size_t i = 0; i < count; ++i) dst[i] = static_cast<T>(src[i] / divisor);
+struct Floating {
+  using Storage = T;
+  static T divide(T v, int divisor) { return static_cast<T>(v / divisor); }
+  static T multiply(T v, double factor) { return v * static_cast<T>(factor); }  // float: float
+};
+
+// float16 and bfloat16: computed as float, element by element.
+template <float (*Load)(uint16_t), uint16_t (*Store)(float)>
+struct Narrow {
+  using Storage = uint16_t;
+  static uint16_t divide(uint16_t v, int divisor) {
+    return Store(Load(v) / static_cast<float>(divisor));
+  }
+  static uint16_t multiply(uint16_t v, double factor) {
+    return Store(Load(v) * static_cast<float>(factor));
+  }
+};
+using Half = Narrow<common::half_to_float, common::float_to_half>;
+using BFloat = Narrow<common::bfloat16_to_float, common::float_to_bfloat16>;
+
+// What run() does to every element: Kind::multiply(v, factor) when
+// `multiplies`, else Kind::divide(v, divisor), Kind being the type's.
+struct Operation {
+  int divisor = 1;
+  double factor = 1.0;
+  bool multiplies = false;
+};
+
+template <typename Kind>
+void apply(void* dst, const void* src, size_t count, const Operation& op) {
+  using S = typename Kind::Storage;
+  auto* out = static_cast<S*>(dst);
+  const auto* in = static_cast<const S*>(src);
+  if (op.multiplies) {
+    for (size_t i = 0; i < count; ++i) out[i] = Kind::multiply(in[i], op.factor);
+  } else {
+    for (size_t i = 0; i < count; ++i) out[i] = Kind::divide(in[i], op.divisor);
+  }
 }
 
-template <typename T, typename F>
-void multiply_as(T* dst, const T* src, size_t count, F factor) {
-  for (size_t i = 0; i < count; ++i) dst[i] = static_cast<T>(src[i] * factor);
+common::Status run(void* dst, const void* src, size_t count, DataType type,
+                   const Operation& op) {
+  switch (type) {
+    case DataType::kUInt8: apply<Integer<uint8_t>>(dst, src, count, op); break;
+    case DataType::kInt8: apply<Integer<int8_t>>(dst, src, count, op); break;
+    case DataType::kInt16: apply<Integer<int16_t>>(dst, src, count, op); break;
+    case DataType::kInt32: apply<Integer<int32_t>>(dst, src, count, op); break;
+    case DataType::kInt64: apply<Integer<int64_t>>(dst, src, count, op); break;
+    case DataType::kFloat32: apply<Floating<float>>(dst, src, count, op); break;
+    case DataType::kFloat64: apply<Floating<double>>(dst, src, count, op); break;
+    case DataType::kFloat16: apply<Half>(dst, src, count, op); break;
+    case DataType::kBFloat16: apply<BFloat>(dst, src, count, op); break;
+    case DataType::kBool:
+      if (!op.multiplies) return common::invalid_argument("average is not supported for bool");
+      return common::invalid_argument("scaling by " + std::to_string(op.factor) +
+                                      " is not supported for bool");
+  }
+  return common::Status::ok();
 }
 
-template <typename Codec>
-void divide_16(uint16_t* dst, const uint16_t* src, size_t count, int divisor) {
-  auto d = static_cast<float>(divisor);
-  for (size_t i = 0; i < count; ++i) dst[i] = Codec::store(Codec::load(src[i]) / d);
+common::Status divide_into(void* dst, const void* src, size_t count, DataType type, int divisor) {
+  return run(dst, src, count, type, Operation{divisor, 1.0, false});
 }
 
-template <typename Codec>
-void multiply_16(uint16_t* dst, const uint16_t* src, size_t count, float factor) {
-  for (size_t i = 0; i < count; ++i) dst[i] = Codec::store(Codec::load(src[i]) * factor);
+common::Status multiply_into(void* dst, const void* src, size_t count, DataType type,
+                             double factor) {
+  return run(dst, src, count, type, Operation{1, factor, true});
+}
+
+bool is_integer(DataType type) {
+  switch (type) {
+    case DataType::kUInt8:
+    case DataType::kInt8:
+    case DataType::kInt16:
+    case DataType::kInt32:
+    case DataType::kInt64: return true;
+    default: return false;
+  }
 }
 
 void copy(void* dst, const void* src, size_t count, DataType type) {
   if (dst != src && count > 0) std::memmove(dst, src, count * common::data_type_size(type));
 }
 
-common::Status divide_into(void* dst, const void* src, size_t count, DataType type, int divisor) {
-  switch (type) {
-    case DataType::kUInt8:
-      divide_as(static_cast<uint8_t*>(dst), static_cast<const uint8_t*>(src), count, divisor);
-      break;
-    case DataType::kInt8:
-      divide_as(static_cast<int8_t*>(dst), static_cast<const int8_t*>(src), count, divisor);
-      break;
-    case DataType::kInt16:
-      divide_as(static_cast<int16_t*>(dst), static_cast<const int16_t*>(src), count, divisor);
-      break;
-    case DataType::kInt32:
-      divide_as(static_cast<int32_t*>(dst), static_cast<const int32_t*>(src), count, divisor);
-      break;
-    case DataType::kInt64:
-      divide_as(static_cast<int64_t*>(dst), static_cast<const int64_t*>(src), count, divisor);
-      break;
-    case DataType::kFloat32:
-      divide_as(static_cast<float*>(dst), static_cast<const float*>(src), count, divisor);
-      break;
-    case DataType::kFloat64:
-      divide_as(static_cast<double*>(dst), static_cast<const double*>(src), count, divisor);
-      break;
-    case DataType::kFloat16:
-      divide_16<Half>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
-                      divisor);
-      break;
-    case DataType::kBFloat16:
-      divide_16<BFloat>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
-                        divisor);
-      break;
-    case DataType::kBool:
-      return common::invalid_argument("average is not supported for bool");
-  }
-  return common::Status::ok();
-}
-
-common::Status multiply_into(void* dst, const void* src, size_t count, DataType type,
-                             double factor) {
-  switch (type) {
-    case DataType::kFloat32:
-      multiply_as(static_cast<float*>(dst), static_cast<const float*>(src), count,
-                  static_cast<float>(factor));
-      break;
-    case DataType::kFloat64:
-      multiply_as(static_cast<double*>(dst), static_cast<const double*>(src), count, factor);
-      break;
-    case DataType::kFloat16:
-      multiply_16<Half>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
-                        static_cast<float>(factor));
-      break;
-    case DataType::kBFloat16:
-      multiply_16<BFloat>(static_cast<uint16_t*>(dst), static_cast<const uint16_t*>(src), count,
-                          static_cast<float>(factor));
-      break;
-    default:
-      return common::invalid_argument("scaling by " + std::to_string(factor) +
-                                      " is not supported for " +
-                                      std::string(common::data_type_name(type)) +
-                                      " (only floating types can be scaled)");
-  }
-  return common::Status::ok();
+common::Status check_divisor(int divisor) {
+  if (divisor > 0) return common::Status::ok();
+  return common::invalid_argument("cannot divide by " + std::to_string(divisor));
 }
 
 }  // namespace
 
 bool can_divide(DataType type) { return type != DataType::kBool; }
 
-bool can_scale(DataType type) {
-  switch (type) {
-    case DataType::kFloat16:
-    case DataType::kBFloat16:
-    case DataType::kFloat32:
-    case DataType::kFloat64: return true;
-    default: return false;
-  }
-}
+bool can_scale(DataType type) { return type != DataType::kBool; }
 
 common::Status divide(void* data, size_t count, DataType type, int divisor) {
-  if (divisor <= 0) {
-    return common::invalid_argument("cannot divide by " + std::to_string(divisor));
-  }
+  HVD_RETURN_IF_ERROR(check_divisor(divisor));
   return divide_into(data, data, count, type, divisor);
 }
 
@@ -144,18 +147,21 @@ common::Status scale(void* dst, const void* src, size_t count, DataType type, do
 
 common::Status finish_reduction(void* dst, const void* src, size_t count, DataType type,
                                 int divisor, double factor) {
-  if (divisor <= 0) {
-    return common::invalid_argument("cannot divide by " + std::to_string(divisor));
+  HVD_RETURN_IF_ERROR(check_divisor(divisor));
+  if (factor != 1.0) return multiply_into(dst, src, count, type, factor / divisor);
+  if (divisor == 1) {
+    copy(dst, src, count, type);
+    return common::Status::ok();
   }
-  if (factor == 1.0) {
-    if (divisor == 1) {
-      copy(dst, src, count, type);
-      return common::Status::ok();
-    }
-    return divide_into(dst, src, count, type, divisor);
+  return divide_into(dst, src, count, type, divisor);
+}
+
+ReductionEnd reduction_end(DataType type, bool average, int size, double prescale,
+                           double postscale) {
+  if (average && is_integer(type) && (prescale != 1.0 || postscale != 1.0)) {
+    return {1, postscale / size};
   }
-  if (!can_scale(type)) return multiply_into(dst, src, count, type, factor);  // the error
-  return multiply_into(dst, src, count, type, factor / divisor);
+  return {average ? size : 1, postscale};
 }
 
 }  // namespace hvd::runtime

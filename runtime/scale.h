@@ -2,12 +2,16 @@
 // of an Average (the transport sums, the runtime divides by the number of
 // ranks of the process set) and the prescale / postscale factors.
 //
-// Integer types: scaling by a factor other than 1 is an error (the engine
-// refuses such ops at enqueue); only an Average's division is done, with C++
-// division, which truncates toward zero: an int32 average of -3 over 2 ranks
-// is -1, of 3 is 1 (Horovod's and torch's integer averages truncate the same
-// way). float16 and bfloat16 are computed in float and rounded back to
-// nearest even (common/half.h). bool has no arithmetic: no average, no scaling.
+// As Horovod does on CPU: integers are multiplied by a factor in float64 and
+// converted back as C++ converts (truncation toward zero: 7 * 0.5 is 3, -7 *
+// 0.5 is -3); a result outside the type wraps around like an overflowing sum
+// (through int64: int8 100 * 2.0 is -56; NaN or beyond int64 counts as
+// int64's minimum). An Average of integers without factors is an exact
+// integer division (truncating: an int32 average of -3 over 2 ranks is -1);
+// with a factor Horovod folds it into the postscale factor (reduction_end).
+// float32 is multiplied by the factor as a float, float64 as a double;
+// float16 and bfloat16 are computed in float and rounded back to nearest even
+// (common/half.h). bool has no arithmetic: no average, no scaling.
 #pragma once
 
 #include <cstddef>
@@ -19,7 +23,7 @@ namespace hvd::runtime {
 
 // Whether divide() handles `type`: every integer and floating type, not bool.
 bool can_divide(common::DataType type);
-// Whether scale factors other than 1 apply to `type`: the floating types.
+// Whether scale factors other than 1 apply to `type`: every type but bool.
 bool can_scale(common::DataType type);
 
 // Divides each of the `count` elements of `type` at `data` by `divisor` (> 0).
@@ -33,10 +37,21 @@ common::Status scale(void* dst, const void* src, size_t count, common::DataType 
                      double factor);
 
 // The end of a reduction: dst[i] = src[i] / divisor * factor (dst may equal
-// src). Floating types multiply by factor / divisor (or divide when factor is
-// 1, which keeps an Average exact where it can be); integers divide
-// (truncating) and need factor 1. divisor 1 and factor 1: a copy.
+// src). With factor 1 it divides (exact for integers, truncating); otherwise
+// it multiplies by factor / divisor (computed in float64). divisor 1 and
+// factor 1: a copy.
 common::Status finish_reduction(void* dst, const void* src, size_t count, common::DataType type,
                                 int divisor, double factor);
+
+// finish_reduction's divisor and factor for a reduction over `size` ranks
+// with these scale factors: an Average divides by `size`, then `postscale`
+// applies. Integers with any factor other than 1 follow Horovod, which folds
+// the Average into the postscale factor: divisor 1, factor postscale / size.
+struct ReductionEnd {
+  int divisor = 1;
+  double factor = 1.0;
+};
+ReductionEnd reduction_end(common::DataType type, bool average, int size, double prescale,
+                           double postscale);
 
 }  // namespace hvd::runtime

@@ -97,7 +97,8 @@ Status Executor::allreduce(std::span<Response* const> batch) {
   const DataType type = first.dtype;
   const ReduceOp op = first.reduce_op;
   const ReduceOp wire = op == ReduceOp::kAverage ? ReduceOp::kSum : op;
-  const int divisor = op == ReduceOp::kAverage ? size_ : 1;
+  const ReductionEnd end = reduction_end(type, op == ReduceOp::kAverage, size_,
+                                         first.prescale_factor, first.postscale_factor);
   const size_t element = common::data_type_size(type);
   auto phase = [&](const char* what, bool begin) {
     if (timeline_ == nullptr) return;
@@ -123,7 +124,7 @@ Status Executor::allreduce(std::span<Response* const> batch) {
     phase("ALLREDUCE", false);
     HVD_RETURN_IF_ERROR(op_result(s, batch));
     if (!r.error.is_ok()) return Status::ok();
-    r.error = finish_reduction(e.output, e.output, count, type, divisor, first.postscale_factor);
+    r.error = finish_reduction(e.output, e.output, count, type, end.divisor, end.factor);
     return Status::ok();
   }
 
@@ -154,7 +155,7 @@ Status Executor::allreduce(std::span<Response* const> batch) {
   HVD_RETURN_IF_ERROR(op_result(s, batch));
   if (!batch.front()->error.is_ok()) return Status::ok();
   phase("MEMCPY_OUT_FUSION_BUFFER", true);
-  Status out = fusion_.unpack(parts_, type, divisor, first.postscale_factor);
+  Status out = fusion_.unpack(parts_, type, end.divisor, end.factor);
   phase("MEMCPY_OUT_FUSION_BUFFER", false);
   if (!out.is_ok()) {
     for (Response* r : batch) r->error = out;
@@ -269,8 +270,9 @@ Status Executor::reducescatter(Response& r) {
       transport_.reducescatter({in, in_count * element}, {out, out_count * element}, recv, type, wire),
       batch));
   if (!r.error.is_ok()) return Status::ok();
-  const int divisor = q.reduce_op == ReduceOp::kAverage ? size_ : 1;
-  r.error = finish_reduction(out, out, out_count, type, divisor, q.postscale_factor);
+  const ReductionEnd end = reduction_end(type, q.reduce_op == ReduceOp::kAverage, size_,
+                                         q.prescale_factor, q.postscale_factor);
+  r.error = finish_reduction(out, out, out_count, type, end.divisor, end.factor);
   return Status::ok();
 }
 

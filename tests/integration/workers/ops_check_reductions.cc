@@ -171,7 +171,7 @@ void check_allreduces(Checker& c) {
                  "bool average", {"average is not defined for bool"});
 }
 
-// prescale / postscale, and their refusal for integers.
+// prescale / postscale on floating and integer types, and their refusal for bool.
 void check_scaling(Checker& c) {
   std::vector<float> f(10, static_cast<float>(c.rank + 1));
   int64_t shape = 10;
@@ -209,13 +209,31 @@ void check_scaling(Checker& c) {
     if (got != c.size * 0.5f) c.problem("scale.f16: got " + std::to_string(got));
     hvd_release(h);
   }
-  std::vector<int32_t> ints(3, 1);
+  // Integers as Horovod scales them: 2r+3 times 0.5 truncates to r+1 (and
+  // -(2r+3) to -(r+1), toward zero), summed and doubled: n(n+1) and -n(n+1).
+  const int32_t odd = 2 * c.rank + 3;
+  std::vector<int32_t> ints{odd, -odd, 0};
   shape = 3;
   d = make_op(HVD_OPTYPE_ALLREDUCE, "scale.int", HVD_INT32, &shape, 1);
   d.input = d.output = ints.data();
+  d.reduce_op = HVD_OP_SUM;
+  d.prescale_factor = 0.5;
+  d.postscale_factor = 2.0;
+  if (c.ok(hvd_enqueue(&d, &h), "scale.int") && c.ok(c.wait(h), "scale.int")) {
+    const int32_t want = c.size * (c.size + 1);
+    if (ints != std::vector<int32_t>{want, -want, 0}) {
+      c.problem("scale.int: got " + std::to_string(ints[0]) + " " + std::to_string(ints[1]) +
+                ", expected " + std::to_string(want) + " " + std::to_string(-want));
+    }
+    hvd_release(h);
+  }
+  uint8_t flag = 1;
+  shape = 1;
+  d = make_op(HVD_OPTYPE_ALLREDUCE, "scale.bool", HVD_BOOL, &shape, 1);
+  d.input = d.output = &flag;
   d.prescale_factor = 2.0;
-  c.expect_error(hvd_enqueue(&d, &h), HVD_ERR_INVALID_ARGUMENT, "int32 with a prescale factor",
-                 {"floating type", "int32"});
+  c.expect_error(hvd_enqueue(&d, &h), HVD_ERR_INVALID_ARGUMENT, "bool with a prescale factor",
+                 {"do not apply to bool"});
 }
 
 // rows = 2n + 1 (uneven: rank 0 gets 3, the others 2) of 2 columns.

@@ -280,6 +280,18 @@ TEST_CASE("c api: async ops and handles in a world of one", "[c_api]") {
   CHECK(hvd_poll(h) == -HVD_ERR_NOT_FOUND);
   CHECK(hvd_release(h) == HVD_ERR_NOT_FOUND);
 
+  // Integers scale as Horovod's do: float64 products, truncated.
+  std::vector<int32_t> ints{7, -7, 5};
+  int64_t three[] = {3};
+  hvd_op ir = make(HVD_OPTYPE_ALLREDUCE, ints.data(), ints.data(), three, 1, HVD_INT32);
+  ir.reduce_op = HVD_OP_SUM;
+  ir.prescale_factor = 0.5;   // 3, -3, 2
+  ir.postscale_factor = 2.5;  // 7, -7, 5
+  REQUIRE(hvd_enqueue(&ir, &h) == HVD_OK);
+  REQUIRE(hvd_wait(h, 10) == HVD_OK);
+  CHECK(ints == std::vector<int32_t>{7, -7, 5});
+  REQUIRE(hvd_release(h) == HVD_OK);
+
   // allgather: the engine allocates the output.
   std::vector<int16_t> rows{1, 2, 3, 4, 5, 6};
   int64_t shape3[] = {3, 2};
@@ -359,9 +371,9 @@ TEST_CASE("c api: enqueue refuses bad ops at once", "[c_api]") {
   refused(make(HVD_OPTYPE_ALLGATHER, x, x, one, 1), HVD_ERR_INVALID_ARGUMENT, "output must be null");
   refused(make(HVD_OPTYPE_ALLGATHER, nullptr, nullptr, one, 1), HVD_ERR_INVALID_ARGUMENT, "input is null");
   refused(make(HVD_OPTYPE_ALLGATHER, x, nullptr, one, 0), HVD_ERR_INVALID_ARGUMENT, "at least one dimension");
-  op = make(HVD_OPTYPE_ALLREDUCE, x, x, one, 1, HVD_INT32);
+  op = make(HVD_OPTYPE_ALLREDUCE, x, x, one, 1, HVD_BOOL);
   op.prescale_factor = 0.5;
-  refused(op, HVD_ERR_INVALID_ARGUMENT, "need a floating type, not int32");
+  refused(op, HVD_ERR_INVALID_ARGUMENT, "scale factors other than 1 do not apply to bool");
   op = make(HVD_OPTYPE_BROADCAST, x, x, one, 1);
   op.root_rank = 3;
   refused(op, HVD_ERR_INVALID_ARGUMENT, "root 3 is out of range for a world of size 1");

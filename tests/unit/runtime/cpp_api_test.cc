@@ -118,8 +118,12 @@ TEST_CASE("c++ api: process sets and errors", "[cpp_api]") {
     CHECK(e.code() == HVD_ERR_NOT_FOUND);
   }
   o = hvd::OpOptions{};
-  o.prescale_factor = 2.0;
-  CHECK_THROWS_AS(hvd::allreduce_async<int32_t>(v, hvd::ReduceOp::kSum, o), hvd::Error);
+  o.prescale_factor = 2.5;
+  hvd::allreduce<int32_t>(v, hvd::ReduceOp::kSum, o);  // integers scale as Horovod's: 12.5 -> 12
+  CHECK(v == std::vector<int32_t>{12});
+  bool flags[1] = {true};
+  CHECK_THROWS_AS(hvd::allreduce_async<bool>(std::span<bool>(flags), hvd::ReduceOp::kSum, o),
+                  hvd::Error);
   hvd::start_timeline("/tmp/hvd_cpp_api_timeline.json");
   hvd::stop_timeline();
   std::remove("/tmp/hvd_cpp_api_timeline.json");

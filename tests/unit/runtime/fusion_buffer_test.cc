@@ -32,7 +32,7 @@ TEST_CASE("fusion buffer: pack with prescale, unpack with average and postscale"
   CHECK(a == std::vector<float>{1, 2, 3});
 }
 
-TEST_CASE("fusion buffer: integers divide (truncating) and refuse scaling", "[fusion_buffer]") {
+TEST_CASE("fusion buffer: integers divide and scale, truncating", "[fusion_buffer]") {
   FusionBuffer buffer;
   std::vector<int32_t> a{-3, 3, 7};
   std::vector<int32_t> out(3);
@@ -40,8 +40,12 @@ TEST_CASE("fusion buffer: integers divide (truncating) and refuse scaling", "[fu
   REQUIRE(buffer.pack(parts, DataType::kInt32, ReduceOp::kAverage, 1.0).is_ok());
   REQUIRE(buffer.unpack(parts, DataType::kInt32, 2, 1.0).is_ok());
   CHECK(out == std::vector<int32_t>{-1, 1, 3});
-  CHECK_FALSE(buffer.pack(parts, DataType::kInt32, ReduceOp::kSum, 0.5).is_ok());
-  CHECK_FALSE(buffer.unpack(parts, DataType::kInt32, 1, 2.0).is_ok());
+  REQUIRE(buffer.pack(parts, DataType::kInt32, ReduceOp::kSum, 0.5).is_ok());  // -1, 1, 3
+  REQUIRE(buffer.unpack(parts, DataType::kInt32, 1, 2.5).is_ok());
+  CHECK(out == std::vector<int32_t>{-2, 2, 7});  // -2.5, 2.5, 7.5
+  std::vector<uint8_t> flags{1};
+  std::vector<FusionPart> bools{{flags.data(), flags.data(), 1}};
+  CHECK_FALSE(buffer.pack(bools, DataType::kBool, ReduceOp::kSum, 0.5).is_ok());
 }
 
 TEST_CASE("fusion buffer: joined ranks contribute the identity; outputs may be absent",

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "common/half.h"
@@ -68,8 +69,15 @@ TEST_CASE("scale: unsupported types and divisors", "[scale]") {
   CHECK(can_divide(DataType::kFloat16));
   CHECK_FALSE(can_divide(DataType::kBool));
   CHECK(can_scale(DataType::kBFloat16));
-  CHECK_FALSE(can_scale(DataType::kInt64));
+  CHECK(can_scale(DataType::kInt64));
+  CHECK(can_scale(DataType::kUInt8));
   CHECK_FALSE(can_scale(DataType::kBool));
+  uint8_t flags[] = {1, 0};
+  auto s = scale(flags, flags, 2, DataType::kBool, 2.0);
+  CHECK(s.code() == common::StatusCode::kInvalidArgument);
+  CHECK(s.message() == "scaling by 2.000000 is not supported for bool");
+  CHECK(scale(flags, flags, 2, DataType::kBool, 1.0).is_ok());  // 1: a copy
+  CHECK_FALSE(finish_reduction(flags, flags, 2, DataType::kBool, 1, 0.5).is_ok());
 }
 
 TEST_CASE("scale: copy with a factor", "[scale]") {
@@ -83,9 +91,8 @@ TEST_CASE("scale: copy with a factor", "[scale]") {
   std::vector<int16_t> copy(2);
   REQUIRE(scale(copy.data(), ints.data(), 2, DataType::kInt16, 1.0).is_ok());  // 1: a copy
   CHECK(copy == ints);
-  auto s = scale(copy.data(), ints.data(), 2, DataType::kInt16, 2.0);
-  CHECK(s.code() == common::StatusCode::kInvalidArgument);
-  CHECK_THAT(s.message(), Catch::Contains("int16"));
+  REQUIRE(scale(copy.data(), ints.data(), 2, DataType::kInt16, 2.0).is_ok());
+  CHECK(copy == std::vector<int16_t>{14, -14});
   std::vector<uint16_t> half{common::float_to_half(3.0f)};
   REQUIRE(scale(half.data(), half.data(), 1, DataType::kFloat16, -0.5).is_ok());
   CHECK(common::half_to_float(half[0]) == -1.5f);
@@ -103,8 +110,98 @@ TEST_CASE("scale: the end of a reduction", "[scale]") {
   std::vector<int64_t> isum{-7, 7};
   REQUIRE(finish_reduction(isum.data(), isum.data(), 2, DataType::kInt64, 2, 1.0).is_ok());
   CHECK(isum == std::vector<int64_t>{-3, 3});
-  CHECK_FALSE(finish_reduction(isum.data(), isum.data(), 2, DataType::kInt64, 2, 0.5).is_ok());
+  // A factor: one multiplication by factor / divisor in float64, truncated.
+  REQUIRE(finish_reduction(isum.data(), isum.data(), 2, DataType::kInt64, 2, 0.5).is_ok());
+  CHECK(isum == std::vector<int64_t>{-0, 0});  // -3 * 0.25, 3 * 0.25
   CHECK_FALSE(finish_reduction(isum.data(), isum.data(), 2, DataType::kInt64, 0, 1.0).is_ok());
+}
+
+// Horovod's CPU scaling of one element: float64 product, C++ conversion.
+template <typename T>
+void check_scaled(std::vector<T> in, double factor, std::vector<T> want, DataType type) {
+  INFO(common::data_type_name(type) << " x " << factor);
+  std::vector<T> out(in.size());
+  REQUIRE(scale(out.data(), in.data(), in.size(), type, factor).is_ok());
+  CHECK(out == want);
+  // The end of a reduction (postscale) scales the same way, in place.
+  REQUIRE(finish_reduction(in.data(), in.data(), in.size(), type, 1, factor).is_ok());
+  CHECK(in == want);
+}
+
+TEST_CASE("scale: every integer type, truncating toward zero", "[scale]") {
+  check_scaled<uint8_t>({0, 7, 9, 255}, 0.5, {0, 3, 4, 127}, DataType::kUInt8);
+  check_scaled<uint8_t>({3, 100}, 1.5, {4, 150}, DataType::kUInt8);
+  check_scaled<int8_t>({-7, 7, -1, 127, -128}, 0.5, {-3, 3, 0, 63, -64}, DataType::kInt8);
+  check_scaled<int8_t>({-5, 5}, -0.3, {1, -1}, DataType::kInt8);  // -1.5 and 1.5
+  check_scaled<int16_t>({-1001, 1001, 32767}, 0.1, {-100, 100, 3276}, DataType::kInt16);
+  check_scaled<int32_t>({-7, 7, -2147483647, 3}, 0.5, {-3, 3, -1073741823, 1},
+                        DataType::kInt32);
+  check_scaled<int32_t>({10, -10}, 2.75, {27, -27}, DataType::kInt32);
+  check_scaled<int64_t>({-7, 7, int64_t{1} << 52}, 0.5, {-3, 3, int64_t{1} << 51},
+                        DataType::kInt64);
+  check_scaled<int64_t>({-49, 49, 98}, 1.0 / 49, {0, 0, 1}, DataType::kInt64);  // 49 * (1/49) < 1
+}
+
+TEST_CASE("scale: integer results outside the type wrap around through int64", "[scale]") {
+  check_scaled<int8_t>({100, -100}, 2.0, {-56, 56}, DataType::kInt8);
+  check_scaled<uint8_t>({200, 5}, 2.0, {144, 10}, DataType::kUInt8);
+  check_scaled<uint8_t>({5}, -1.0, {251}, DataType::kUInt8);
+  check_scaled<int16_t>({30000}, 3.0, {24464}, DataType::kInt16);  // 90000 - 65536
+  check_scaled<int32_t>({2147483647}, 2.0, {-2}, DataType::kInt32);
+  // Beyond int64 (and NaN): int64's minimum, as x86 converts.
+  const int64_t min64 = std::numeric_limits<int64_t>::min();
+  check_scaled<int64_t>({int64_t{1} << 62}, 4.0, {min64}, DataType::kInt64);
+  check_scaled<int32_t>({1 << 30}, 1e300, {0}, DataType::kInt32);  // min64 mod 2^32
+}
+
+TEST_CASE("scale: float16 and bfloat16 scale through float", "[scale]") {
+  using common::bfloat16_to_float;
+  using common::float_to_bfloat16;
+  std::vector<uint16_t> half{common::float_to_half(3.0f), common::float_to_half(-0.5f)};
+  REQUIRE(scale(half.data(), half.data(), 2, DataType::kFloat16, 0.25).is_ok());
+  CHECK(common::half_to_float(half[0]) == 0.75f);
+  CHECK(common::half_to_float(half[1]) == -0.125f);
+  std::vector<uint16_t> bf{float_to_bfloat16(3.0f), float_to_bfloat16(-1.0f)};
+  REQUIRE(finish_reduction(bf.data(), bf.data(), 2, DataType::kBFloat16, 2, 3.0).is_ok());
+  CHECK(bfloat16_to_float(bf[0]) == 4.5f);
+  CHECK(bfloat16_to_float(bf[1]) == -1.5f);
+}
+
+TEST_CASE("scale: where an Average ends (reduction_end)", "[scale]") {
+  // Floating types: divide by the size, then the postscale factor.
+  ReductionEnd f = reduction_end(DataType::kFloat32, true, 4, 2.0, 3.0);
+  CHECK((f.divisor == 4 && f.factor == 3.0));
+  f = reduction_end(DataType::kFloat64, false, 4, 2.0, 3.0);
+  CHECK((f.divisor == 1 && f.factor == 3.0));
+  // Integers without factors: an exact integer division.
+  ReductionEnd i = reduction_end(DataType::kInt32, true, 3, 1.0, 1.0);
+  CHECK((i.divisor == 3 && i.factor == 1.0));
+  // Integers with a factor, pre or post: Horovod's postscale / size.
+  i = reduction_end(DataType::kInt32, true, 3, 1.0, 2.0);
+  CHECK((i.divisor == 1 && i.factor == 2.0 / 3));
+  i = reduction_end(DataType::kUInt8, true, 4, 2.0, 1.0);
+  CHECK((i.divisor == 1 && i.factor == 0.25));
+  i = reduction_end(DataType::kInt64, false, 4, 2.0, 0.5);  // Sum: no division
+  CHECK((i.divisor == 1 && i.factor == 0.5));
+
+  // 49 ranks, each with 1 (a sum of 49): the exact Average is 1. With a
+  // prescale of 2 Horovod's fold gives 98 * (1/49) = 1.9999999999999998: 1.
+  std::vector<int32_t> sum{49, -49};
+  ReductionEnd plain = reduction_end(DataType::kInt32, true, 49, 1.0, 1.0);
+  std::vector<int32_t> out(2);
+  REQUIRE(finish_reduction(out.data(), sum.data(), 2, DataType::kInt32, plain.divisor,
+                           plain.factor).is_ok());
+  CHECK(out == std::vector<int32_t>{1, -1});
+  std::vector<int32_t> prescaled{98, -98};
+  ReductionEnd folded = reduction_end(DataType::kInt32, true, 49, 2.0, 1.0);
+  REQUIRE(finish_reduction(out.data(), prescaled.data(), 2, DataType::kInt32, folded.divisor,
+                           folded.factor).is_ok());
+  CHECK(out == std::vector<int32_t>{1, -1});
+  std::vector<int32_t> scaled{-21, 21};  // times 2 (pre), summed over 3 ranks: Average x 1.5
+  ReductionEnd avg = reduction_end(DataType::kInt32, true, 3, 2.0, 1.5);
+  REQUIRE(finish_reduction(scaled.data(), scaled.data(), 2, DataType::kInt32, avg.divisor,
+                           avg.factor).is_ok());
+  CHECK(scaled == std::vector<int32_t>{-10, 10});  // -21 * 0.5 = -10.5 -> -10
 }
 
 }  // namespace hvd::runtime
