@@ -184,25 +184,25 @@ def test_allreduce_inplace_and_async():
 
 def test_allreduce_duplicate_name_error():
     # Horovod's test, step for step: a second op under a name in flight is a
-    # ValueError on the calling rank; the first op stays valid and completes.
+    # ValueError on the calling rank; the first op stays valid and completes
+    # once the other ranks submit it (after synch1, so it is surely in flight).
     rank, size = hvd.rank(), hvd.size()
-    tensor = torch.ones(17, 17)
-    first = hvd.allreduce_async(tensor, name="duplicate_name")
-    for _ in range(10):
-        with pytest.raises(ValueError):
-            hvd.allreduce_async(tensor, name="duplicate_name")
+    if size == 1:
+        pytest.skip("needs two ranks")
+    tensor = torch.ones(17, 17, 17)
+    first = None
+    if rank == 0:
+        first = hvd.allreduce_async(tensor, name="duplicate_name")
+        for _ in range(10):
+            with pytest.raises(ValueError, match="duplicate_name"):
+                hvd.allreduce_async(tensor, name="duplicate_name")
     hvd.allreduce(torch.FloatTensor([1]), name="synch1")
-    exact(hvd.synchronize(first), tensor)
-    late = None
     if rank > 0:
-        late = hvd.allreduce_async(tensor, name="duplicate_name")
-        with pytest.raises(ValueError):
+        first = hvd.allreduce_async(tensor, name="duplicate_name")
+        with pytest.raises(ValueError, match="duplicate_name"):
             hvd.allreduce_async(tensor, name="duplicate_name")
     hvd.allreduce(torch.FloatTensor([2]), name="synch2")
-    if rank == 0 and size > 1:  # Horovod leaves rank > 0's op pending; complete it
-        late = hvd.allreduce_async(tensor, name="duplicate_name")
-    if late is not None:
-        exact(hvd.synchronize(late), tensor)
+    exact(hvd.synchronize(first), tensor)
 
 
 def test_allreduce_mismatch_is_an_internal_error_everywhere():

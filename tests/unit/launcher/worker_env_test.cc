@@ -85,7 +85,7 @@ TEST_CASE("workers get horovodrun's variables with the same values as the HVD_ o
   CHECK(env.at("PYTHONUNBUFFERED") == "1");
 }
 
-TEST_CASE("--network-interface: HOROVOD_GLOO_IFACE is the first, NCCL_SOCKET_IFNAME all") {
+TEST_CASE("worker env: with --network-interface, HOROVOD_GLOO_IFACE is the first, NCCL_SOCKET_IFNAME all") {
   RankSlot slot{0, "a", 0, 1, 0, 1};
   JobContext job{"job-1", "t", "10.0.0.1:5000", "10.0.0.3", 1, {"eth1", "ib0"}};
   Environment env = worker_environment({}, {}, {}, slot, job);

@@ -23,12 +23,6 @@ using testing::WorldOptions;
 
 constexpr int kRanks = 3;
 
-std::string lines(const std::vector<std::string>& problems) {
-  std::string out;
-  for (const auto& p : problems) out += p + "\n";
-  return out;
-}
-
 Request scaled(Request q, double prescale, double postscale) {
   q.prescale_factor = prescale;
   q.postscale_factor = postscale;
@@ -111,7 +105,7 @@ TEST_CASE("engine: integer allreduce with factors, alone and fused", "[engine][s
     if (auto p = compare<int8_t>("c1", c1, {-2, 20}); !p.empty()) return p;
     return compare<int8_t>("c2", c2, {1});
   });
-  INFO(lines(problems));
+  INFO(testing::problem_lines(problems));
   CHECK(problems.empty());
   CHECK(w.engine(0).stats().fused_batches - before.fused_batches >= 2);  // b and c fused
 }
@@ -160,7 +154,7 @@ TEST_CASE("engine: integer reducescatter with factors, alone and grouped", "[eng
     }
     return compare<int32_t>("e2", output_of<int32_t>(w, r, hs.value()[1]), {e2_want[r]});
   });
-  INFO(lines(problems));
+  INFO(testing::problem_lines(problems));
   CHECK(problems.empty());
 }
 

@@ -30,19 +30,6 @@ using testing::request;
 using testing::submit;
 using testing::WorldOptions;
 
-std::string lines(const std::vector<std::string>& problems) {
-  std::string out;
-  for (const auto& p : problems) out += p + "\n";
-  return out;
-}
-
-#define CHECK_NO_PROBLEMS(problems)       \
-  do {                                    \
-    auto _p = (problems);                 \
-    INFO(lines(_p));                      \
-    CHECK(_p.empty());                    \
-  } while (0)
-
 // Allreduces `names` (in the given order) on rank r, every element r + 1;
 // checks the sums once all are done.
 std::string allreduce_all(EngineWorld& w, int r, const std::vector<std::string>& names,

@@ -99,6 +99,12 @@ std::vector<std::string> on_ranks(int size, const std::function<std::string(int)
   return problems;
 }
 
+std::string problem_lines(const std::vector<std::string>& problems) {
+  std::string out;
+  for (const auto& p : problems) out += p + "\n";
+  return out;
+}
+
 Request request(const std::string& name, OpType type, DataType dtype, std::vector<int64_t> shape,
                 ReduceOp op) {
   Request q;

@@ -60,6 +60,9 @@ class EngineWorld {
 std::vector<std::string> on_ranks(int size, const std::function<std::string(int)>& body,
                                   std::chrono::seconds deadline = std::chrono::seconds(60));
 
+// The problems on_ranks() returned, one per line (for INFO).
+std::string problem_lines(const std::vector<std::string>& problems);
+
 // A request with the fields most tests need.
 Request request(const std::string& name, OpType type, DataType dtype, std::vector<int64_t> shape,
                 ReduceOp op = ReduceOp::kSum);
@@ -75,3 +78,12 @@ common::Result<std::vector<int64_t>> submit_group(EngineWorld& world, int r,
 common::Status wait(EngineWorld& world, int r, int64_t handle);
 
 }  // namespace hvd::runtime::engine::testing
+
+// Fails the test case (with the problems as its INFO) unless on_ranks()
+// returned none.
+#define CHECK_NO_PROBLEMS(problems)                                          \
+  do {                                                                       \
+    auto _p = (problems);                                                    \
+    INFO(::hvd::runtime::engine::testing::problem_lines(_p));                \
+    CHECK(_p.empty());                                                       \
+  } while (0)
