@@ -14,7 +14,7 @@
 #include "common/logging.h"
 #include "runtime/arguments.h"
 #include "runtime/engine/agreement.h"
-#include "runtime/layout_exchange.h"
+#include "runtime/discovery/layout_exchange.h"
 #include "runtime/op_request.h"
 #include "transports/registry.h"
 

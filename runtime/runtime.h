@@ -24,9 +24,9 @@
 #include "runtime/engine/handle_table.h"
 #include "runtime/engine/process_sets.h"
 #include "runtime/engine/timeline_slot.h"
-#include "runtime/foreign_job.h"
+#include "runtime/discovery/foreign_job.h"
 #include "runtime/rendezvous_client.h"
-#include "runtime/world.h"
+#include "runtime/discovery/world.h"
 #include "transports/transport.h"
 
 namespace hvd::runtime {

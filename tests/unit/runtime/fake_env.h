@@ -4,7 +4,7 @@
 #include <map>
 #include <string>
 
-#include "runtime/world.h"
+#include "runtime/discovery/world.h"
 
 namespace hvd::runtime::testing {
 

@@ -19,8 +19,8 @@
 
 #include "daemon/kv_store.h"
 #include "fake_env.h"
-#include "runtime/layout_exchange.h"
-#include "runtime/rendezvous_host.h"
+#include "runtime/discovery/layout_exchange.h"
+#include "runtime/discovery/rendezvous_host.h"
 #include "runtime/runtime.h"
 
 namespace hvd::runtime {

@@ -6,9 +6,9 @@
 #include <string>
 
 #include "fake_env.h"
-#include "runtime/job_token.h"
-#include "runtime/launcher_env.h"
-#include "runtime/world.h"
+#include "runtime/discovery/job_token.h"
+#include "runtime/discovery/launcher_env.h"
+#include "runtime/discovery/world.h"
 
 namespace hvd::runtime {
 

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/slurm_hostlist.h"
+#include "runtime/discovery/slurm_hostlist.h"
 
 namespace hvd::runtime {
 

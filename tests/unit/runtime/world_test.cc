@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include "fake_env.h"
-#include "runtime/world.h"
+#include "runtime/discovery/world.h"
 
 namespace hvd::runtime {
 

@@ -1,4 +1,4 @@
-#include "runtime/slurm_hostlist.h"
+#include "runtime/discovery/slurm_hostlist.h"
 
 #include <charconv>
 #include <cstdint>

@@ -1,4 +1,4 @@
-#include "runtime/layout_exchange.h"
+#include "runtime/discovery/layout_exchange.h"
 
 #include <algorithm>
 #include <vector>

@@ -1,9 +1,9 @@
-#include "runtime/rendezvous_host.h"
+#include "runtime/discovery/rendezvous_host.h"
 
 #include <thread>
 
 #include "common/logging.h"
-#include "runtime/launcher_env.h"
+#include "runtime/discovery/launcher_env.h"
 
 namespace hvd::runtime {
 

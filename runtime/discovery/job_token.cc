@@ -1,4 +1,4 @@
-#include "runtime/job_token.h"
+#include "runtime/discovery/job_token.h"
 
 #include <openssl/evp.h>
 

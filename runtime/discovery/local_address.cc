@@ -1,4 +1,4 @@
-#include "runtime/local_address.h"
+#include "runtime/discovery/local_address.h"
 
 #include <arpa/inet.h>
 #include <ifaddrs.h>

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "runtime/world.h"
+#include "runtime/discovery/world.h"
 
 namespace hvd::runtime {
 

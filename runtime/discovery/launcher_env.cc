@@ -1,4 +1,4 @@
-#include "runtime/launcher_env.h"
+#include "runtime/discovery/launcher_env.h"
 
 #include <charconv>
 #include <cstdint>
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "common/worker_env.h"
-#include "runtime/job_token.h"
-#include "runtime/slurm_hostlist.h"
+#include "runtime/discovery/job_token.h"
+#include "runtime/discovery/slurm_hostlist.h"
 
 namespace hvd::runtime {
 

@@ -1,4 +1,4 @@
-#include "runtime/foreign_job.h"
+#include "runtime/discovery/foreign_job.h"
 
 #include <algorithm>
 #include <atomic>
@@ -6,7 +6,7 @@
 
 #include "common/logging.h"
 #include "common/worker_env.h"
-#include "runtime/local_address.h"
+#include "runtime/discovery/local_address.h"
 
 namespace hvd::runtime {
 

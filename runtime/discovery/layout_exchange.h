@@ -10,7 +10,7 @@
 
 #include "common/status.h"
 #include "common/store.h"
-#include "runtime/world.h"
+#include "runtime/discovery/world.h"
 
 namespace hvd::runtime {
 

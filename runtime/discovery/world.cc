@@ -1,4 +1,4 @@
-#include "runtime/world.h"
+#include "runtime/discovery/world.h"
 
 #include <unistd.h>
 
@@ -6,8 +6,8 @@
 #include <climits>
 
 #include "common/worker_env.h"
-#include "runtime/launcher_env.h"
-#include "runtime/local_address.h"
+#include "runtime/discovery/launcher_env.h"
+#include "runtime/discovery/local_address.h"
 
 namespace hvd::runtime {
 

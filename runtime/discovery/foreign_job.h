@@ -15,8 +15,8 @@
 
 #include "common/status.h"
 #include "runtime/rendezvous_client.h"
-#include "runtime/rendezvous_host.h"
-#include "runtime/world.h"
+#include "runtime/discovery/rendezvous_host.h"
+#include "runtime/discovery/world.h"
 
 namespace hvd::runtime {
 

@@ -1,6 +1,6 @@
 // Who this worker is: the environment contract (common/worker_env.h) read
 // into a WorldInfo. Without HVD_RANK and HVD_SIZE, a foreign launcher's
-// variables (torchrun, Open MPI, Slurm: runtime/launcher_env.h) say it, and
+// variables (torchrun, Open MPI, Slurm: runtime/discovery/launcher_env.h) say it, and
 // rank 0 hosts the rendezvous; with none of them the worker is a world of
 // one with no rendezvous. Anything malformed or inconsistent is an error
 // naming the variable and its value (the job token's value is never shown).
