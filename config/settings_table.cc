@@ -39,6 +39,10 @@ constexpr std::array kSettings = {
                 SettingType::kCount, "10",
                 "Seconds every rank of a process set may be blocked waiting with no op able to "
                 "run before its pending ops fail on every rank (0: never)"},
+    SettingSpec{"heartbeat_timeout_seconds", "HVD_HEARTBEAT_TIMEOUT_SECONDS", "",
+                SettingType::kCount, "5",
+                "Seconds without a heartbeat from a joined worker (its process stopped, its host "
+                "hung) before hvdrun declares it dead and ends the job naming it (0: never)"},
     SettingSpec{"terminate_grace", "HVD_TERMINATE_GRACE_SECONDS", "", SettingType::kPositiveInt,
                 "5", "Seconds between SIGTERM and SIGKILL when workers are terminated"},
 };

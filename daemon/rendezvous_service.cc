@@ -61,7 +61,7 @@ grpc::Status check_keys(const google::protobuf::RepeatedPtrField<std::string>& k
 }  // namespace
 
 RendezvousService::RendezvousService(std::string job_token, int world_size)
-    : token_(std::move(job_token)), membership_(world_size) {}
+    : token_(std::move(job_token)), membership_(world_size), liveness_(world_size) {}
 
 void RendezvousService::close() {
   membership_.close();
@@ -83,6 +83,7 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::Jo
   reply->set_rank(result->rank);
   reply->set_size(result->size);
   reply->set_epoch(result->epoch);
+  liveness_.joined(result->rank, std::chrono::steady_clock::now());
   return grpc::Status::OK;
 }
 
@@ -155,6 +156,11 @@ grpc::Status RendezvousService::Heartbeat(grpc::ServerContext* ctx,
   if (req->rank() < 0 || req->rank() >= membership_.size()) {
     return invalid("rank " + std::to_string(req->rank()) + " is out of range for size " +
                    std::to_string(membership_.size()));
+  }
+  if (req->leaving()) {
+    liveness_.left(req->rank());
+  } else {
+    liveness_.beat(req->rank(), std::chrono::steady_clock::now());
   }
   reply->set_epoch(membership_.epoch());
   return grpc::Status::OK;

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "daemon/kv_store.h"
+#include "daemon/liveness.h"
 #include "daemon/membership.h"
 #include "hvd/v1/rendezvous.grpc.pb.h"
 
@@ -16,6 +17,7 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service {
   RendezvousService(std::string job_token, int world_size);
 
   Membership& membership() { return membership_; }
+  const Liveness& liveness() const { return liveness_; }
   KvStore& store() { return store_; }
 
   // Wakes blocked Join and Get calls (kCancelled) so the server can stop.
@@ -39,6 +41,7 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service {
  private:
   const std::string token_;
   Membership membership_;
+  Liveness liveness_;
   KvStore store_;
 };
 

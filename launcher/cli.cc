@@ -141,7 +141,7 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
       "Everything from COMMAND on is passed to the workers unparsed (or put it after "
       "\"--\").\nExit code: 0 when every worker succeeds, else the first failing "
       "worker's; 1 hvdrun failed (an agent unreachable, refusing or lost), 2 usage error, "
-      "124 rendezvous timeout, 126/127 command not executable/"
+      "124 rendezvous timeout, 125 a worker stopped responding, 126/127 command not executable/"
       "not found, 128+N signal N.");
   app.set_version_flag("--version", std::string("hvdrun (hvd) ") + HVD_VERSION);
 

@@ -9,6 +9,8 @@
 //            --secret-file, a --network-interface no host has; nothing started
 //   124      the rendezvous timed out: a rank never called hvd.init() within
 //            --start-timeout seconds of the first rank's
+//   125      a worker stopped responding: no heartbeat for
+//            --heartbeat-timeout-seconds (its process stopped, its host hung)
 //   126      the command was found but cannot be executed (permission denied)
 //   127      the command was not found
 //   1..255   otherwise: the exit code of the first worker that failed
@@ -24,6 +26,7 @@ inline constexpr int kInternalError = 1;
 inline constexpr int kAgentFailure = 1;  // unreachable, refusing or lost agent
 inline constexpr int kUsage = 2;
 inline constexpr int kRendezvousTimeout = 124;
+inline constexpr int kWorkerUnresponsive = 125;
 inline constexpr int kCannotExecute = 126;
 inline constexpr int kCommandNotFound = 127;
 inline constexpr int kSignalBase = 128;

@@ -58,6 +58,7 @@ JobDriver::JobDriver(const LaunchOptions& options, std::vector<RankSlot> plan,
       remote_(std::move(remote)),
       start_timeout_(options.settings.get_int("start_timeout")),
       terminate_grace_(options.settings.get_int("terminate_grace")),
+      heartbeat_timeout_(options.settings.get_int("heartbeat_timeout_seconds")),
       sink_(stdout, stderr),
       exited_(plan_.size(), false),
       joined_once_(plan_.size(), false) {}
@@ -89,6 +90,7 @@ int JobDriver::supervise() {
     if (settle_deadline_ && (now >= *settle_deadline_ || exited_count_ == np)) report_failure();
     if (!terminating_) track_joins();
     if (!terminating_ && !settle_deadline_) check_start_timeout(now);
+    if (!terminating_ && !settle_deadline_) check_liveness(now);
     if (!terminating_ && !settle_deadline_ && exited_count_ == np) {
       // Every worker exited with 0; the streams end after their last output.
       finish(exit_code::kSuccess);
@@ -261,6 +263,27 @@ void JobDriver::report_start_timeout(const std::vector<int>& missing) {
              " s: " + describe_ranks(missing) +
              " never joined (a worker must call hvd.init())");
   finish(exit_code::kRendezvousTimeout);
+  begin_terminate();
+}
+
+void JobDriver::check_liveness(Clock::time_point now) {
+  if (heartbeat_timeout_.count() == 0 || !rendezvous_) return;
+  std::vector<int> silent;
+  for (int rank : rendezvous_->liveness().silent(heartbeat_timeout_, now)) {
+    // An exited worker stops beating too; its exit event tells the story.
+    if (!exited_[static_cast<size_t>(rank)]) silent.push_back(rank);
+  }
+  if (silent.empty()) return;
+  std::string who;
+  for (int rank : silent) {
+    who += (who.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank) + " on host " +
+           plan_[static_cast<size_t>(rank)].host;
+  }
+  error_line(who +
+             " stopped responding: no heartbeat for " + std::to_string(heartbeat_timeout_.count()) +
+             " s (the process is stopped or its host hangs or is unreachable; "
+             "HVD_HEARTBEAT_TIMEOUT_SECONDS); terminating the job");
+  finish(exit_code::kWorkerUnresponsive);
   begin_terminate();
 }
 

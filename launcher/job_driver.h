@@ -69,6 +69,9 @@ class JobDriver {
   std::vector<int> overdue_ranks(std::chrono::steady_clock::time_point now,
                                  std::chrono::milliseconds slack);
   void report_start_timeout(const std::vector<int>& missing);
+  // A joined worker that sent no heartbeat for the heartbeat timeout (its
+  // process stopped, its host hung) ends the job, named (daemon/liveness.h).
+  void check_liveness(std::chrono::steady_clock::time_point now);
   // Names the failure that decides the job (see kFailureSettle) and
   // terminates the others.
   void report_failure();
@@ -84,6 +87,7 @@ class JobDriver {
   std::optional<RemoteCredentials> remote_;
   const std::chrono::seconds start_timeout_;
   const std::chrono::seconds terminate_grace_;
+  const std::chrono::seconds heartbeat_timeout_;  // 0: liveness not checked
   std::string job_id_;
   EventQueue queue_;
   OutputSink sink_;

@@ -136,6 +136,20 @@ Result<bool> RendezvousClient::check_now(const std::vector<std::string>& keys,
   return reply.ready();
 }
 
+Status RendezvousClient::heartbeat(int rank, int64_t epoch, bool leaving,
+                                   std::chrono::milliseconds timeout) {
+  grpc::ClientContext context;
+  prepare(context, timeout, /*wait_for_ready=*/false);
+  hvd::v1::HeartbeatRequest request;
+  request.set_rank(rank);
+  request.set_epoch(epoch);
+  request.set_leaving(leaving);
+  hvd::v1::HeartbeatReply reply;
+  grpc::Status status = stub_->Heartbeat(&context, request, &reply);
+  if (!status.ok()) return failed(status, "Heartbeat");
+  return Status::ok();
+}
+
 Result<bool> RendezvousClient::remove(const std::string& key) {
   grpc::ClientContext context;
   prepare(context, call_timeout_);

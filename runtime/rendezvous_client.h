@@ -48,6 +48,10 @@ class RendezvousClient final : public common::Store {
   // be reached now instead of waiting for it.
   Result<bool> check_now(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
 
+  // One heartbeat of a joined rank (`leaving`: its last, at shutdown); does
+  // not wait for an unreachable service beyond `timeout`.
+  Status heartbeat(int rank, int64_t epoch, bool leaving, std::chrono::milliseconds timeout);
+
   const std::string& address() const { return address_; }
 
  private:

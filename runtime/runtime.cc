@@ -126,6 +126,11 @@ Status Runtime::join() {
         std::to_string(world_.size));
   }
   epoch_ = joined->epoch;
+  const auto liveness = seconds_setting(settings_, "heartbeat_timeout_seconds");
+  if (liveness.count() > 0) {
+    heartbeat_ = std::make_unique<Heartbeat>(*rendezvous_, world_.rank, epoch_,
+                                             Heartbeat::interval_for(liveness));
+  }
   if (world_.cross_from_peers) {
     HVD_RETURN_IF_ERROR(exchange_cross_ranks(*rendezvous_,
                                              "epoch" + std::to_string(epoch_) + "/local_rank/",
@@ -170,6 +175,10 @@ void Runtime::shutdown() {
   }
   sets.clear();
   timeline_.exchange(nullptr);
+  if (heartbeat_) {
+    heartbeat_->stop();  // says this rank leaves: no longer watched
+    heartbeat_.reset();
+  }
   if (foreign_) {
     foreign_->finish(joined_, started_);
     foreign_.reset();

@@ -21,12 +21,13 @@
 #include "common/status.h"
 #include "config/settings.h"
 #include "hvd/c_api.h"
+#include "runtime/discovery/foreign_job.h"
+#include "runtime/discovery/world.h"
 #include "runtime/engine/handle_table.h"
 #include "runtime/engine/process_sets.h"
 #include "runtime/engine/timeline_slot.h"
-#include "runtime/discovery/foreign_job.h"
+#include "runtime/heartbeat.h"
 #include "runtime/rendezvous_client.h"
-#include "runtime/discovery/world.h"
 #include "transports/transport.h"
 
 namespace hvd::runtime {
@@ -103,6 +104,7 @@ class Runtime {
   bool joined_ = false;                           // start() got through the join
   bool started_ = false;                          // start() completed
   std::unique_ptr<RendezvousClient> rendezvous_;  // null in a world of one without a launcher
+  std::unique_ptr<Heartbeat> heartbeat_;          // from the join to shutdown (with a rendezvous)
   engine::HandleTable handles_;
   engine::TimelineSlot timeline_;
   engine::ProcessSetTable sets_;  // declared after what the engines use: stopped first

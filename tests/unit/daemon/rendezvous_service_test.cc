@@ -251,6 +251,29 @@ TEST_CASE("Rendezvous Join of two clients from two threads") {
   CHECK(reply_b.epoch() == 0);
 }
 
+TEST_CASE("Rendezvous watches joined ranks through heartbeats until they leave") {
+  Rendezvous r(1);
+  const auto t = std::chrono::steady_clock::now;
+  CHECK(r.service.liveness().silent(0ms, t() + 1h).empty());  // not joined yet
+  v1::JoinRequest join;
+  join.set_rank(0);
+  join.set_size(1);
+  join.set_timeout_ms(5000);
+  v1::JoinReply joined;
+  REQUIRE(r.stub->Join(context().get(), join, &joined).ok());
+  CHECK(r.service.liveness().silent(1h, t()).empty());
+  CHECK(r.service.liveness().silent(0ms, t() + 1s) == std::vector<int>{0});
+  v1::HeartbeatRequest beat;
+  beat.set_rank(0);
+  v1::HeartbeatReply reply;
+  auto before = t();
+  REQUIRE(r.stub->Heartbeat(context().get(), beat, &reply).ok());
+  CHECK(*r.service.liveness().quiet_for(0, t()) <= t() - before);
+  beat.set_leaving(true);
+  REQUIRE(r.stub->Heartbeat(context().get(), beat, &reply).ok());
+  CHECK(r.service.liveness().silent(0ms, t() + 1h).empty());
+}
+
 TEST_CASE("Rendezvous Join times out naming the missing rank") {
   Rendezvous r(2);
   v1::JoinRequest req;

@@ -1,0 +1,45 @@
+#include "daemon/liveness.h"
+
+#include <catch2/catch.hpp>
+
+namespace hvd::daemon {
+
+namespace {
+using namespace std::chrono_literals;
+using Clock = Liveness::Clock;
+}  // namespace
+
+TEST_CASE("liveness: a rank is watched from its join until it leaves", "[liveness]") {
+  Liveness l(3);
+  const Clock::time_point t0{};
+  CHECK(l.silent(1s, t0 + 1h).empty());  // nobody joined: nobody watched
+  l.joined(0, t0);
+  l.joined(1, t0);
+  CHECK(l.silent(5s, t0 + 5s).empty());  // exactly the timeout: still alive
+  CHECK(l.silent(5s, t0 + 6s) == std::vector<int>{0, 1});
+  l.beat(1, t0 + 4s);
+  CHECK(l.silent(5s, t0 + 6s) == std::vector<int>{0});
+  CHECK(l.quiet_for(1, t0 + 6s) == std::optional<Clock::duration>(2s));
+  l.left(0);
+  CHECK(l.silent(5s, t0 + 1h) == std::vector<int>{1});
+  CHECK_FALSE(l.quiet_for(0, t0 + 1h).has_value());
+  l.beat(0, t0 + 2h);  // a late beat of a rank that left does not watch it again
+  CHECK(l.silent(5s, t0 + 3h) == std::vector<int>{1});
+  l.joined(0, t0 + 3h);  // init again
+  CHECK(l.silent(5s, t0 + 3h + 1s) == std::vector<int>{1});
+}
+
+TEST_CASE("liveness: out-of-range ranks and old beats are ignored", "[liveness]") {
+  Liveness l(2);
+  const Clock::time_point t0{};
+  l.joined(-1, t0);
+  l.joined(2, t0);
+  l.beat(7, t0);
+  l.left(9);
+  CHECK(l.silent(1s, t0 + 1h).empty());
+  l.joined(0, t0 + 10s);
+  l.beat(0, t0 + 5s);  // older than what is known: no going back
+  CHECK(l.quiet_for(0, t0 + 12s) == std::optional<Clock::duration>(2s));
+}
+
+}  // namespace hvd::daemon
