@@ -150,6 +150,14 @@ Status check_splits(const hvd_op& op, engine::Request& q, const engine::ProcessS
 
 }  // namespace
 
+hvd_op blank_op(int32_t type) {
+  hvd_op op{};
+  op.op_type = type;
+  op.device = HVD_DEVICE_CPU;
+  op.process_set_id = HVD_GLOBAL_PROCESS_SET;
+  return op;
+}
+
 common::Result<engine::Entry> make_entry(const hvd_op& op, const engine::ProcessSet& set) {
   if (op.op_type < 0 || op.op_type > static_cast<int32_t>(OpType::kJoin)) {
     return invalid_argument("hvd_enqueue: " + std::to_string(op.op_type) +

@@ -14,8 +14,12 @@
 namespace hvd::runtime {
 
 // `set` is the op's process set (this rank a member). The entry's name is
-// left empty when the op has none (the caller auto-names it); handle and
-// enqueue time are the caller's too.
+// left empty when the op has none (the set's queue names it when it admits
+// it); handle and enqueue time are the caller's.
 common::Result<engine::Entry> make_entry(const hvd_op& op, const engine::ProcessSet& set);
+
+// An op of `type` on the global set, CPU, every other field zero: what the
+// runtime's own calls (the blocking API, process-set agreement) start from.
+hvd_op blank_op(int32_t type);
 
 }  // namespace hvd::runtime

@@ -2,41 +2,23 @@
 
 #include <unistd.h>
 
-#include <algorithm>
 #include <chrono>
-#include <cstring>
-#include <limits>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
 #include "common/logging.h"
-#include "runtime/arguments.h"
-#include "runtime/engine/agreement.h"
 #include "runtime/discovery/layout_exchange.h"
-#include "runtime/op_request.h"
+#include "runtime/engine/agreement.h"
 #include "transports/registry.h"
 
 namespace hvd::runtime {
 
 namespace {
 
-using common::DataType;
-
-// Keeps every byte count and their sum far from int64 overflow.
-constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 16;
-
 std::chrono::milliseconds seconds_setting(const config::Settings& settings, const char* key) {
   return std::chrono::seconds(settings.get_int(key));
-}
-
-hvd_op blank_op(int32_t type) {
-  hvd_op op{};
-  op.op_type = type;
-  op.device = HVD_DEVICE_CPU;
-  op.process_set_id = HVD_GLOBAL_PROCESS_SET;
-  return op;
 }
 
 }  // namespace
@@ -205,249 +187,6 @@ Result<std::shared_ptr<const engine::ProcessSet>> Runtime::member_set(int32_t id
                                     " (ranks " + engine::shape_string(ranks) + ")");
   }
   return set;
-}
-
-Result<int64_t> Runtime::enqueue(const hvd_op& op) {
-  auto set = member_set(op.process_set_id);
-  if (!set.is_ok()) return set.status();
-  const engine::ProcessSet& ps = *set.value();
-  auto entry = make_entry(op, ps);
-  if (!entry.is_ok()) return entry.status();
-  engine::Entry& e = entry.value();
-  int64_t handle = handles_.create(ps.id);
-  e.handle = handle;
-  e.enqueued = engine::Clock::now();
-  Status s = ps.engine->enqueue(e);
-  if (!s.is_ok()) {
-    handles_.discard(handle);
-    return s;
-  }
-  return handle;
-}
-
-Status Runtime::enqueue_group(const hvd_op* ops, int32_t n, int64_t* handles) {
-  if (ops == nullptr || handles == nullptr || n < 1) {
-    return common::invalid_argument("hvd_enqueue_group: needs n >= 1 ops and room for n handles");
-  }
-  auto set = member_set(ops[0].process_set_id);
-  if (!set.is_ok()) return set.status();
-  const engine::ProcessSet& ps = *set.value();
-  std::vector<engine::Entry> entries;
-  for (int32_t i = 0; i < n; ++i) {
-    if (ops[i].process_set_id != ps.id) {
-      return common::invalid_argument("hvd_enqueue_group: every op of a group must be on the same "
-                                      "process set (op 0 is on " + std::to_string(ps.id) +
-                                      ", op " + std::to_string(i) + " on " +
-                                      std::to_string(ops[i].process_set_id) + ")");
-    }
-    if (ops[i].op_type == HVD_OPTYPE_JOIN || ops[i].op_type == HVD_OPTYPE_BARRIER) {
-      return common::invalid_argument("hvd_enqueue_group: join and barrier cannot be grouped");
-    }
-    auto entry = make_entry(ops[i], ps);
-    if (!entry.is_ok()) {
-      return entry.status().with_context("hvd_enqueue_group: op " + std::to_string(i));
-    }
-    entries.push_back(std::move(entry).value());
-  }
-  const auto now = engine::Clock::now();
-  for (engine::Entry& e : entries) {
-    e.handle = handles_.create(ps.id);
-    e.enqueued = now;
-  }
-  std::vector<int64_t> ids;
-  for (const engine::Entry& e : entries) ids.push_back(e.handle);
-  Status s = ps.engine->enqueue_group(entries);
-  if (!s.is_ok()) {
-    for (int64_t id : ids) handles_.discard(id);
-    return s;
-  }
-  std::copy(ids.begin(), ids.end(), handles);
-  return Status::ok();
-}
-
-Status Runtime::run(const hvd_op& op) {
-  auto handle = enqueue(op);
-  if (!handle.is_ok()) return handle.status();
-  Status s = handles_.wait(handle.value(), std::nullopt);
-  (void)handles_.release(handle.value());
-  return s;
-}
-
-Status Runtime::allreduce(void* data, int64_t count, int32_t dtype, int32_t op_code) {
-  hvd_op op = blank_op(HVD_OPTYPE_ALLREDUCE);
-  op.input = data;
-  op.output = data;
-  op.shape = &count;
-  op.ndim = 1;
-  op.dtype = dtype;
-  op.reduce_op = op_code;
-  return run(op);
-}
-
-Status Runtime::broadcast(void* data, int64_t count, int32_t dtype, int root) {
-  hvd_op op = blank_op(HVD_OPTYPE_BROADCAST);
-  op.input = data;
-  op.output = data;
-  op.shape = &count;
-  op.ndim = 1;
-  op.dtype = dtype;
-  op.root_rank = root;
-  return run(op);
-}
-
-Status Runtime::allgather(const void* in, int64_t count, int32_t dtype, void* out,
-                          const int64_t* counts) {
-  auto type = to_data_type(dtype, "allgather");
-  if (!type.is_ok()) return type.status();
-  auto in_bytes = byte_size(in, count, type.value(), "allgather", "input");
-  if (!in_bytes.is_ok()) return in_bytes.status();
-  int64_t total = 0;
-  for (int r = 0; r < world_.size; ++r) {
-    int64_t n = counts != nullptr ? counts[r] : count;
-    if (n < 0 || n > kMaxElements / world_.size) {
-      return common::invalid_argument("allgather: counts[" + std::to_string(r) + "] (" +
-                                      std::to_string(n) + ") is negative or too large");
-    }
-    total += n;
-  }
-  if (counts != nullptr && counts[world_.rank] != count) {
-    return common::invalid_argument("allgather: counts[" + std::to_string(world_.rank) + "] is " +
-                                    std::to_string(counts[world_.rank]) +
-                                    " but this rank contributes " + std::to_string(count));
-  }
-  auto out_bytes = byte_size(out, total, type.value(), "allgather", "output");
-  if (!out_bytes.is_ok()) return out_bytes.status();
-
-  hvd_op op = blank_op(HVD_OPTYPE_ALLGATHER);
-  op.input = in;
-  op.shape = &count;
-  op.ndim = 1;
-  op.dtype = dtype;
-  auto handle = enqueue(op);
-  if (!handle.is_ok()) return handle.status();
-  Status s = handles_.wait(handle.value(), std::nullopt);
-  if (s.is_ok()) {
-    s = handles_.inspect(handle.value(), [&](const engine::FinishedOp& done) -> Status {
-      if (done.output.bytes != out_bytes.value()) {
-        return common::invalid_argument(
-            "allgather: the ranks contributed " +
-            std::to_string(done.output.bytes / common::data_type_size(type.value())) +
-            " elements in all, but the counts given add up to " + std::to_string(total));
-      }
-      if (done.output.bytes > 0) std::memcpy(out, done.output.data.get(), done.output.bytes);
-      return Status::ok();
-    });
-  }
-  (void)handles_.release(handle.value());
-  return s;
-}
-
-Status Runtime::barrier() { return run(blank_op(HVD_OPTYPE_BARRIER)); }
-
-Status Runtime::agree(const char* call, std::vector<int64_t> description) {
-  // Each rank contributes [length, description...]; the rows come back in
-  // rank order, so every rank can compare everyone's call with its own.
-  description.insert(description.begin(), static_cast<int64_t>(description.size()) + 1);
-  hvd_op op = blank_op(HVD_OPTYPE_ALLGATHER);
-  std::string name = "hvd.process_set_call." + std::to_string(process_set_calls_++);
-  op.name = name.c_str();
-  op.input = description.data();
-  int64_t rows = static_cast<int64_t>(description.size());
-  op.shape = &rows;
-  op.ndim = 1;
-  op.dtype = HVD_INT64;
-  auto handle = enqueue(op);
-  if (!handle.is_ok()) return handle.status();
-  Status s = handles_.wait(handle.value(), std::nullopt);
-  std::vector<int64_t> all;
-  if (s.is_ok()) {
-    s = handles_.inspect(handle.value(), [&](const engine::FinishedOp& done) {
-      all.resize(done.output.bytes / sizeof(int64_t));
-      if (!all.empty()) std::memcpy(all.data(), done.output.data.get(), done.output.bytes);
-      return Status::ok();
-    });
-  }
-  (void)handles_.release(handle.value());
-  HVD_RETURN_IF_ERROR(s);
-  std::string differences;
-  bool differ = false;
-  size_t at = 0;
-  for (int r = 0; r < world_.size && at < all.size(); ++r) {
-    auto length = static_cast<size_t>(std::max<int64_t>(all[at], 1));
-    std::vector<int64_t> theirs(all.begin() + static_cast<std::ptrdiff_t>(at + 1),
-                                all.begin() + static_cast<std::ptrdiff_t>(std::min(at + length, all.size())));
-    differ = differ || theirs != std::vector<int64_t>(description.begin() + 1, description.end());
-    differences += (r > 0 ? ", rank " : "rank ") + std::to_string(r) + " " +
-                   engine::shape_string(theirs);
-    at += length;
-  }
-  if (!differ) return Status::ok();
-  return common::invalid_argument(std::string(call) +
-                                  ": the ranks made different calls (op, id, ranks): " +
-                                  differences);
-}
-
-Result<int32_t> Runtime::add_process_set(std::span<const int32_t> ranks) {
-  std::lock_guard lock(process_set_mu_);
-  std::vector<int> members(ranks.begin(), ranks.end());
-  std::sort(members.begin(), members.end());
-  // Agree first, check after: every rank then fails (or succeeds) alike.
-  const int32_t id = next_set_id_;
-  std::vector<int64_t> description{1, id};
-  description.insert(description.end(), members.begin(), members.end());
-  HVD_RETURN_IF_ERROR(agree("hvd_add_process_set", std::move(description)));
-  if (members.empty()) return common::invalid_argument("hvd_add_process_set: no ranks given");
-  for (size_t i = 0; i < members.size(); ++i) {
-    if (members[i] < 0 || members[i] >= world_.size) {
-      return common::invalid_argument("hvd_add_process_set: rank " + std::to_string(members[i]) +
-                                      " is out of range for a world of size " +
-                                      std::to_string(world_.size));
-    }
-    if (i > 0 && members[i] == members[i - 1]) {
-      return common::invalid_argument("hvd_add_process_set: rank " + std::to_string(members[i]) +
-                                      " is given twice");
-    }
-  }
-  ++next_set_id_;
-
-  auto set = std::make_shared<engine::ProcessSet>();
-  set->id = id;
-  set->ranks = members;
-  auto me = std::find(members.begin(), members.end(), world_.rank);
-  set->rank = me == members.end() ? -1 : static_cast<int>(me - members.begin());
-  if (set->rank >= 0) {
-    auto transport = connect("epoch" + std::to_string(epoch_) + "/ps" + std::to_string(id) + "/",
-                             set->rank, set->size());
-    if (!transport.is_ok()) {
-      return transport.status().with_context("hvd_add_process_set: process set " +
-                                             std::to_string(id));
-    }
-    set->engine = make_engine(id, members, set->rank, std::move(transport).value());
-  }
-  std::shared_ptr<engine::SetEngine> engine = set->engine;
-  if (!sets_.add(std::move(set))) {
-    if (engine) engine->stop(common::aborted("hvd is shutting down"));
-    return common::aborted("hvd is shutting down");
-  }
-  spdlog::debug("process set {} added: {} ranks", id, members.size());
-  return id;
-}
-
-Status Runtime::remove_process_set(int32_t id) {
-  std::lock_guard lock(process_set_mu_);
-  if (id == HVD_GLOBAL_PROCESS_SET) {
-    return common::invalid_argument("hvd_remove_process_set: the global process set (0) cannot "
-                                    "be removed");
-  }
-  HVD_RETURN_IF_ERROR(agree("hvd_remove_process_set", {2, id}));
-  auto set = process_set(id);
-  if (!set.is_ok()) return set.status().with_context("hvd_remove_process_set");
-  auto removed = sets_.remove(id);
-  if (removed && removed->engine) {
-    removed->engine->stop(
-        common::aborted("process set " + std::to_string(id) + " was removed"));
-  }
-  return Status::ok();
 }
 
 Status Runtime::start_timeline(const std::string& path) {

@@ -9,6 +9,10 @@
 // User threads only enqueue (docs/threading.md); the blocking collectives
 // are enqueue + wait, so any thread may call anything in any order, and
 // ranks may submit named ops in different orders.
+//
+// Files: runtime.cc the lifecycle (init, join, connect, shutdown) and the
+// timeline; runtime_calls.cc enqueue and the blocking calls;
+// process_set_calls.cc adding and removing process sets.
 #pragma once
 
 #include <atomic>
