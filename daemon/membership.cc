@@ -26,22 +26,47 @@ std::string describe_missing(const std::vector<int>& missing, int size) {
 
 }  // namespace
 
-Membership::Membership(int size) : size_(size), joined_(size > 0 ? size : 0, false) {}
+Membership::Membership(int size)
+    : size_(size),
+      joined_(size > 0 ? size : 0, false),
+      placed_(size > 0 ? size : 0),
+      worlds_(size > 0 ? size : 0) {}
 
 Result<JoinResult> Membership::join(int requested_rank, int size, const std::string& host,
-                                    int64_t pid, std::chrono::milliseconds timeout) {
-  return join(requested_rank, size, host, pid, timeout, nullptr);
+                                    int64_t pid, std::chrono::milliseconds timeout,
+                                    const Placement& placement) {
+  return join(requested_rank, size, host, pid, timeout, nullptr, placement);
+}
+
+void Membership::settle_locked() {
+  for (int r = 0; r < size_; ++r) {
+    JoinResult& w = worlds_[static_cast<size_t>(r)];
+    const Placement& p = placed_[static_cast<size_t>(r)];
+    w = JoinResult{r, size_, epoch_, p.local_rank, p.local_size, 0, 0};
+    for (int q = 0; q < size_; ++q) {
+      if (placed_[static_cast<size_t>(q)].local_rank != p.local_rank) continue;
+      ++w.cross_size;
+      if (q < r) ++w.cross_rank;
+    }
+  }
 }
 
 Result<JoinResult> Membership::join(int requested_rank, int size, const std::string& host,
                                     int64_t pid, std::chrono::milliseconds timeout,
-                                    const std::function<bool()>& cancelled) {
+                                    const std::function<bool()>& cancelled,
+                                    const Placement& placement) {
   if (size_ <= 0) {
     return common::invalid_argument("the job has no ranks (size " + std::to_string(size_) + ")");
   }
   if (size != size_) {
     return common::invalid_argument("size " + std::to_string(size) +
                                     " differs from the job's size " + std::to_string(size_));
+  }
+  if (placement.local_size < 1 || placement.local_rank < 0 ||
+      placement.local_rank >= placement.local_size) {
+    return common::invalid_argument("local rank " + std::to_string(placement.local_rank) +
+                                    " of local size " + std::to_string(placement.local_size) +
+                                    " is not a placement");
   }
   if (requested_rank < -1 || requested_rank >= size_) {
     return common::invalid_argument("rank " + std::to_string(requested_rank) +
@@ -70,12 +95,16 @@ Result<JoinResult> Membership::join(int requested_rank, int size, const std::str
                       std::to_string(pid) + ")"};
   }
   joined_[rank] = true;
+  placed_[static_cast<size_t>(rank)] = placement;
   ++joined_count_;
   if (!first_join_) first_join_ = Clock::now();
   const int64_t my_epoch = epoch_;
   spdlog::debug("rendezvous: rank {} joined epoch {} from {} (pid {}), {}/{}", rank, my_epoch,
                 host, pid, joined_count_, size_);
-  if (joined_count_ == size_) changed_.notify_all();
+  if (joined_count_ == size_) {
+    settle_locked();
+    changed_.notify_all();
+  }
 
   // The epoch is complete once every rank joined it; a later epoch can only
   // open after that.
@@ -105,7 +134,8 @@ Result<JoinResult> Membership::join(int requested_rank, int size, const std::str
     if (cancelled && until - now > kCancelPoll) until = now + kCancelPoll;
     changed_.wait_until(lock, until);
   }
-  return JoinResult{rank, size_, my_epoch};
+  // worlds_ holds my epoch: the next one cannot complete before I rejoin.
+  return worlds_[static_cast<size_t>(rank)];
 }
 
 std::vector<int> Membership::missing_ranks_locked() const {

@@ -1,6 +1,7 @@
 // The membership barrier of one job: every rank joins, and join() returns
 // when all `size` ranks of the current epoch have joined (or the deadline
-// passes). Once an epoch is complete, a join from a rank that already joined
+// passes), with the world of the round: the layout (local and cross ranks)
+// is computed once every rank has reported where it sits. Once an epoch is complete, a join from a rank that already joined
 // it opens the next epoch (a worker that called shutdown() then init()); the
 // barrier then waits for every rank again.
 #pragma once
@@ -23,6 +24,7 @@ using common::Result;
 using common::Status;
 
 using common::JoinResult;
+using common::Placement;
 
 class Membership {
  public:
@@ -35,12 +37,13 @@ class Membership {
   // A join that fails after it was counted (timeout, cancel) is withdrawn, so
   // the rank can join again.
   Result<JoinResult> join(int requested_rank, int size, const std::string& host, int64_t pid,
-                          std::chrono::milliseconds timeout);
+                          std::chrono::milliseconds timeout, const Placement& placement = {});
   // Like join(); also gives up with kCancelled once `cancelled` returns true
   // (polled every 100 ms), e.g. when the gRPC client went away.
   Result<JoinResult> join(int requested_rank, int size, const std::string& host, int64_t pid,
                           std::chrono::milliseconds timeout,
-                          const std::function<bool()>& cancelled);
+                          const std::function<bool()>& cancelled,
+                          const Placement& placement = {});
 
   int size() const { return size_; }
   // Ranks that have not joined the current epoch, ascending.
@@ -56,12 +59,16 @@ class Membership {
 
  private:
   std::vector<int> missing_ranks_locked() const;
+  // The round is complete: every rank's world, from the placements.
+  void settle_locked();
 
   const int size_;
   mutable std::mutex mu_;
   std::condition_variable changed_;
   int64_t epoch_ = 0;
   std::vector<bool> joined_;  // in the current epoch
+  std::vector<Placement> placed_;   // per rank, as reported in the current epoch
+  std::vector<JoinResult> worlds_;  // per rank, of the last complete epoch
   int joined_count_ = 0;
   std::optional<std::chrono::steady_clock::time_point> first_join_;
   bool closed_ = false;

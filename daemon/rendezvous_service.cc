@@ -72,9 +72,11 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::Jo
                                      hvd::v1::JoinReply* reply) {
   auto auth = proto::check_token(*ctx, token_, "Rendezvous.Join");
   if (!auth.ok()) return auth;
+  common::Placement placement;
+  if (req->local_size() > 0) placement = {req->local_rank(), req->local_size()};
   auto result = membership_.join(req->rank(), req->size(), req->host(), req->pid(),
                                  wait_budget(*ctx, req->timeout_ms()),
-                                 [ctx] { return ctx->IsCancelled(); });
+                                 [ctx] { return ctx->IsCancelled(); }, placement);
   if (!result.is_ok()) {
     spdlog::debug("rendezvous: Join of rank {} from {} failed: {}", req->rank(), req->host(),
                   result.status().to_string());
@@ -83,6 +85,10 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::Jo
   reply->set_rank(result->rank);
   reply->set_size(result->size);
   reply->set_epoch(result->epoch);
+  reply->set_local_rank(result->local_rank);
+  reply->set_local_size(result->local_size);
+  reply->set_cross_rank(result->cross_rank);
+  reply->set_cross_size(result->cross_size);
   liveness_.joined(result->rank, std::chrono::steady_clock::now());
   return grpc::Status::OK;
 }

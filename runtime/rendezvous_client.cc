@@ -56,7 +56,8 @@ Status RendezvousClient::failed(const grpc::Status& status, const char* method) 
 }
 
 Result<JoinResult> RendezvousClient::join(int rank, int size, const std::string& host,
-                                          int64_t pid, std::chrono::milliseconds timeout) {
+                                          int64_t pid, std::chrono::milliseconds timeout,
+                                          const common::Placement& placement) {
   grpc::ClientContext context;
   prepare(context, timeout + kServerSlack);
   hvd::v1::JoinRequest request;
@@ -65,10 +66,13 @@ Result<JoinResult> RendezvousClient::join(int rank, int size, const std::string&
   request.set_host(host);
   request.set_pid(pid);
   request.set_timeout_ms(timeout.count());
+  request.set_local_rank(placement.local_rank);
+  request.set_local_size(placement.local_size);
   hvd::v1::JoinReply reply;
   grpc::Status status = stub_->Join(&context, request, &reply);
   if (!status.ok()) return failed(status, "Join");
-  return JoinResult{reply.rank(), reply.size(), reply.epoch()};
+  return JoinResult{reply.rank(),       reply.size(),       reply.epoch(),     reply.local_rank(),
+                    reply.local_size(), reply.cross_rank(), reply.cross_size()};
 }
 
 Status RendezvousClient::set(const std::string& key, const std::string& value) {

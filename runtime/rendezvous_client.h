@@ -34,9 +34,11 @@ class RendezvousClient final : public common::Store {
   // True once the service is reachable; waits up to `timeout`.
   bool wait_connected(std::chrono::milliseconds timeout);
 
-  // Waits (up to `timeout`) until every rank of the world has joined.
+  // Waits (up to `timeout`) until every rank of the world has joined; the
+  // world of the round (rank, size, layout) comes back.
   Result<JoinResult> join(int rank, int size, const std::string& host, int64_t pid,
-                          std::chrono::milliseconds timeout);
+                          std::chrono::milliseconds timeout,
+                          const common::Placement& placement = {});
 
   Status set(const std::string& key, const std::string& value) override;
   Result<std::vector<std::string>> get(const std::vector<std::string>& keys,

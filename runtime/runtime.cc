@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "common/logging.h"
-#include "runtime/discovery/layout_exchange.h"
 #include "runtime/engine/agreement.h"
 #include "transports/registry.h"
 
@@ -97,7 +96,7 @@ Status Runtime::join() {
   }
   spdlog::debug("joining rank {} of {} at {}", world_.rank, world_.size, world_.rendezvous_addr);
   auto joined = rendezvous_->join(world_.rank, world_.size, world_.hostname, getpid(),
-                                  join_timeout);
+                                  join_timeout, {world_.local_rank, world_.local_size});
   if (!joined.is_ok()) return joined.status();
   joined_ = true;
   if (joined->rank != world_.rank || joined->size != world_.size) {
@@ -107,16 +106,17 @@ Status Runtime::join() {
         " but its environment says rank " + std::to_string(world_.rank) + " of " +
         std::to_string(world_.size));
   }
+  // The world is the round's: its layout is computed over every rank that
+  // joined it (the launcher's variables only said where this worker sits).
   epoch_ = joined->epoch;
+  world_.local_rank = joined->local_rank;
+  world_.local_size = joined->local_size;
+  world_.cross_rank = joined->cross_rank;
+  world_.cross_size = joined->cross_size;
   const auto liveness = seconds_setting(settings_, "heartbeat_timeout_seconds");
   if (liveness.count() > 0) {
     heartbeat_ = std::make_unique<Heartbeat>(*rendezvous_, world_.rank, epoch_,
                                              Heartbeat::interval_for(liveness));
-  }
-  if (world_.cross_from_peers) {
-    HVD_RETURN_IF_ERROR(exchange_cross_ranks(*rendezvous_,
-                                             "epoch" + std::to_string(epoch_) + "/local_rank/",
-                                             &world_, seconds_setting(settings_, "transport_timeout")));
   }
   return Status::ok();
 }

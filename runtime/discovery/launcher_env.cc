@@ -191,8 +191,7 @@ Result<std::optional<Detected>> openmpi(const Vars& vars) {
   const bool one_host = w.local_size == w.size;
   if (!one_host) {
     // Provisional (right for mpirun's default, host by host, mapping); the
-    // peers' local ranks settle it after the join.
-    w.cross_from_peers = true;
+    // rendezvous round settles it from every rank's local rank.
     w.cross_size = (w.size + w.local_size - 1) / w.local_size;
     w.cross_rank = w.rank / w.local_size;
   }

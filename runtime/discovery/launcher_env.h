@@ -29,12 +29,11 @@ struct LauncherWorld {
   int size = 1;
   int local_rank = 0;
   int local_size = 1;
+  // What the launcher's variables say; the rendezvous round computes the
+  // world's cross ranks from every rank's local rank and replaces these
+  // (Open MPI tells a process nothing about its host's index: a guess).
   int cross_rank = 0;
   int cross_size = 1;
-  // Open MPI tells a process nothing about its host's index: when the ranks
-  // span several hosts, cross_rank/cross_size are found after the join from
-  // every rank's local rank (runtime/layout_exchange.h).
-  bool cross_from_peers = false;
   // Empty (and port 0, no token) when size == 1: a world of one needs no rendezvous.
   std::string rendezvous_host;
   int rendezvous_port = 0;

@@ -80,7 +80,6 @@ Result<WorldInfo> from_launcher(const LauncherWorld& launched, const EnvLookup& 
   world.local_size = launched.local_size;
   world.cross_rank = launched.cross_rank;
   world.cross_size = launched.cross_size;
-  world.cross_from_peers = launched.cross_from_peers;
   world.rendezvous_addr = launched.rendezvous_addr();
   world.rendezvous_host = launched.rendezvous_host;
   world.rendezvous_port = launched.rendezvous_port;

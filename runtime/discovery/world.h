@@ -38,7 +38,6 @@ struct WorldInfo {
   std::string rendezvous_host;
   int rendezvous_port = 0;
   bool token_derived = false;     // not from HVD_JOB_TOKEN (runtime/job_token.h)
-  bool cross_from_peers = false;  // cross_rank/size are found after the join
 
   bool foreign() const { return !launcher.empty(); }
 

@@ -57,6 +57,30 @@ TEST_CASE("Membership: 4 joining threads all get epoch 0 and their ranks") {
   CHECK(m.first_join_time().has_value());
 }
 
+TEST_CASE("Membership: the round computes Horovod's cross ranks from the local ranks") {
+  // Uneven hosts: ranks 0 1 2 on host A, 3 4 on host B, 5 on host C.
+  const std::vector<hvd::common::Placement> placed{{0, 3}, {1, 3}, {2, 3}, {0, 2}, {1, 2}, {0, 1}};
+  Membership m(6);
+  std::vector<std::future<Result<JoinResult>>> joins;
+  for (int r = 0; r < 6; ++r) {
+    joins.push_back(std::async(std::launch::async, [&m, &placed, r] {
+      return m.join(r, 6, "host", 1000 + r, 5000ms, placed[static_cast<size_t>(r)]);
+    }));
+  }
+  const std::vector<std::pair<int, int>> cross{{0, 3}, {0, 2}, {0, 1}, {1, 3}, {1, 2}, {2, 3}};
+  for (int r = 0; r < 6; ++r) {
+    REQUIRE(ready(joins[static_cast<size_t>(r)]));
+    auto res = joins[static_cast<size_t>(r)].get();
+    REQUIRE(res.is_ok());
+    CHECK(res->local_rank == placed[static_cast<size_t>(r)].local_rank);
+    CHECK(res->local_size == placed[static_cast<size_t>(r)].local_size);
+    CHECK(std::make_pair(res->cross_rank, res->cross_size) == cross[static_cast<size_t>(r)]);
+  }
+  auto bad = m.join(0, 6, "host", 1, 10ms, hvd::common::Placement{2, 2});
+  CHECK(bad.status().code() == StatusCode::kInvalidArgument);
+  CHECK(bad.status().message() == "local rank 2 of local size 2 is not a placement");
+}
+
 TEST_CASE("Membership: rank -1 gets the lowest rank not yet joined") {
   Membership m(3);
   auto a = join_async(m, 1, 3);

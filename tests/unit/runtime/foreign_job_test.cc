@@ -19,7 +19,6 @@
 
 #include "daemon/kv_store.h"
 #include "fake_env.h"
-#include "runtime/discovery/layout_exchange.h"
 #include "runtime/discovery/rendezvous_host.h"
 #include "runtime/runtime.h"
 
@@ -222,37 +221,6 @@ TEST_CASE("foreign job: rank 0 stops waiting for ranks that never finish", "[for
   CHECK(seconds_since(begin) >= 0.25);
   CHECK(seconds_since(begin) < 5);
   host.value()->close();  // idempotent
-}
-
-TEST_CASE("layout exchange: Horovod's cross ranks from the local ranks", "[foreign_job]") {
-  // Uneven hosts: ranks 0 1 2 on host A, 3 4 on host B, 5 on host C.
-  const std::vector<int> local{0, 1, 2, 0, 1, 0};
-  const int size = static_cast<int>(local.size());
-  daemon::KvStore store;
-  std::vector<std::pair<int, int>> cross(local.size());
-  auto problems = on_ranks(size, [&](int rank) -> std::string {
-    WorldInfo w;
-    w.rank = rank;
-    w.size = size;
-    w.local_rank = local[static_cast<size_t>(rank)];
-    auto s = exchange_cross_ranks(store, "epoch0/local_rank/", &w, std::chrono::seconds(10));
-    if (!s.is_ok()) return s.to_string();
-    cross[static_cast<size_t>(rank)] = {w.cross_rank, w.cross_size};
-    return "";
-  });
-  CHECK(problems.empty());
-  CHECK(cross ==
-        std::vector<std::pair<int, int>>{{0, 3}, {0, 2}, {0, 1}, {1, 3}, {1, 2}, {2, 3}});
-}
-
-TEST_CASE("layout exchange: a missing rank is a timeout", "[foreign_job]") {
-  daemon::KvStore store;
-  WorldInfo w;
-  w.rank = 0;
-  w.size = 2;
-  auto s = exchange_cross_ranks(store, "p/", &w, std::chrono::milliseconds(100));
-  CHECK(s.code() == StatusCode::kTimeout);
-  CHECK_THAT(s.message(), Catch::Contains("finding the cross ranks"));
 }
 
 }  // namespace hvd::runtime

@@ -111,7 +111,6 @@ TEST_CASE("launcher env: torchrun", "[launcher_env]") {
   CHECK(w.local_size == 2);
   CHECK(w.cross_rank == 1);
   CHECK(w.cross_size == 2);
-  CHECK_FALSE(w.cross_from_peers);
   CHECK(w.rendezvous_host == "10.1.2.3");
   CHECK(w.rendezvous_port == 29501);  // MASTER_PORT is torchrun's own store
   CHECK(w.rendezvous_addr() == "10.1.2.3:29501");
@@ -218,7 +217,6 @@ TEST_CASE("launcher env: Open MPI on one host", "[launcher_env]") {
   CHECK(w.local_size == 2);
   CHECK(w.cross_rank == 0);
   CHECK(w.cross_size == 1);
-  CHECK_FALSE(w.cross_from_peers);
   CHECK(w.rendezvous_host == "127.0.0.1");
   CHECK(w.rendezvous_port >= kForeignPortBase);
   CHECK(w.rendezvous_port < kForeignPortBase + kForeignPortRange);
@@ -249,8 +247,7 @@ TEST_CASE("launcher env: Open MPI across hosts", "[launcher_env]") {
   env["HVD_RENDEZVOUS_HOST"] = "head";
   LauncherWorld w = world_of(env);
   CHECK(w.rendezvous_host == "head");
-  CHECK(w.cross_from_peers);
-  CHECK(w.cross_rank == 1);  // provisional: settled after the join
+  CHECK(w.cross_rank == 1);  // provisional: the rendezvous round settles it
   CHECK(w.cross_size == 2);
 }
 
