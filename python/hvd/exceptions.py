@@ -12,8 +12,9 @@ class HorovodInternalError(RuntimeError):
 
 
 class HostsUpdatedInterrupt(RuntimeError):
-    """Raised by elastic jobs when the set of hosts changed (elastic is not
-    implemented yet; the class exists so that Horovod code imports)."""
+    """Raised on every rank by State.commit() / check_host_updates() when the
+    set of hosts changed (hvd.elastic; docs/elastic.md). ``skip_sync``: only
+    hosts were removed, so the survivors' state needs no sync."""
 
     def __init__(self, skip_sync=False):
         super().__init__()

@@ -33,3 +33,4 @@ from hvd.torch.functions import (  # noqa: F401
     allgather_object, broadcast_object, broadcast_optimizer_state, broadcast_parameters)
 from hvd.torch.optimizer import DistributedOptimizer  # noqa: F401
 from hvd.torch.sync_batch_norm import SyncBatchNorm  # noqa: F401
+from hvd.torch import elastic  # noqa: F401,E402  (hvd.elastic.run, TorchState, ...)

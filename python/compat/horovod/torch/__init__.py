@@ -7,5 +7,7 @@ from hvd.torch import *  # noqa: F401,F403
 from hvd.torch import __version__  # noqa: F401
 
 # `import horovod.torch.mpi_ops` and friends find hvd's modules.
-for _name in ("mpi_ops", "optimizer", "functions", "compression", "sync_batch_norm"):
+for _name in ("mpi_ops", "optimizer", "functions", "compression", "sync_batch_norm", "elastic"):
     _sys.modules[f"{__name__}.{_name}"] = getattr(_impl, _name)
+for _name in ("state", "sampler"):
+    _sys.modules[f"{__name__}.elastic.{_name}"] = getattr(_impl.elastic, _name)
