@@ -32,10 +32,12 @@ class StateHandler:
         self.save()
 
 
-class ModelStateHandler(StateHandler):
-    def __init__(self, model):
-        super().__init__(model)
-        self._saved = copy.deepcopy(model.state_dict())
+class StateDictHandler(StateHandler):
+    """A value with state_dict() / load_state_dict(): saved as a deep copy."""
+
+    def __init__(self, value):
+        super().__init__(value)
+        self._saved = copy.deepcopy(value.state_dict())
 
     def save(self):
         self._saved = copy.deepcopy(self.value.state_dict())
@@ -43,36 +45,18 @@ class ModelStateHandler(StateHandler):
     def restore(self):
         self.value.load_state_dict(self._saved)
 
+
+class ModelStateHandler(StateDictHandler):
     def sync(self):
         broadcast_parameters(self.value.state_dict(), root_rank=0)
 
 
-class OptimizerStateHandler(StateHandler):
-    def __init__(self, optimizer):
-        super().__init__(optimizer)
-        self._saved = copy.deepcopy(optimizer.state_dict())
-
-    def save(self):
-        self._saved = copy.deepcopy(self.value.state_dict())
-
-    def restore(self):
-        self.value.load_state_dict(self._saved)
-
+class OptimizerStateHandler(StateDictHandler):
     def sync(self):
         broadcast_optimizer_state(self.value, root_rank=0)
 
 
-class SamplerStateHandler(StateHandler):
-    def __init__(self, sampler):
-        super().__init__(sampler)
-        self._saved = copy.deepcopy(sampler.state_dict())
-
-    def save(self):
-        self._saved = copy.deepcopy(self.value.state_dict())
-
-    def restore(self):
-        self.value.load_state_dict(self._saved)
-
+class SamplerStateHandler(StateDictHandler):
     def sync(self):
         # Every worker's processed indices count: their union, then rank 0's
         # epoch and that union everywhere.
