@@ -198,6 +198,28 @@ def test_lost_agent_ends_the_job(cluster, plain_agents, hvdrun, secret):
     assert_clean(cluster, plain_agents, timeout=10)
 
 
+def test_stopped_worker_on_a_remote_host_is_named(cluster, plain_agents, hvdrun, secret):
+    # Rank 3 (on h2) stops itself: its heartbeats to hvdrun (across the
+    # namespaces) stop, and hvdrun names it instead of waiting for a peer's
+    # 30 s transport timeout.
+    script = ("import os, signal, time, numpy as np, hvd.numpy as hnp\n"
+              "hnp.init()\n"
+              "hnp.allreduce(np.ones(1), name='start')\n"
+              "if hnp.rank() == 3:\n"
+              "    os.kill(os.getpid(), signal.SIGSTOP)\n"
+              "for i in range(600):\n"
+              "    hnp.allreduce(np.ones(1), name='step%d' % i)\n"
+              "    time.sleep(0.1)\n")
+    start = time.monotonic()
+    r = hvdrun(["-np", "6", "-H", HOSTS, "--secret-file", secret,
+                "-x", f"PYTHONPATH={BUILD_DIR / 'python'}", PYTHON, "-c", script], timeout=90)
+    took = time.monotonic() - start
+    assert r.returncode == 125, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert "rank 3 on host h2 stopped responding: no heartbeat for 5 s" in r.stderr, r.stderr
+    assert took < 40, f"took {took:.1f} s"
+    assert_clean(cluster, plain_agents, timeout=10)
+
+
 # ---- e. an agent that is down at start ---------------------------------------------
 
 def test_unreachable_host_fails_the_start(cluster, plain_agents, hvdrun, secret):
