@@ -192,6 +192,7 @@ grpc::Status AgentService::Launch(grpc::ServerContext* ctx, const hvd::v1::Launc
   }
 
   const std::string& job_id = req->job_id();
+  if (req->append()) return append(*ctx, *req, reply);
   auto job = std::make_shared<Job>(req->workers_size());
   job->supervisor =
       std::make_shared<Supervisor>([events = job->events, job_id](const ProcessEvent& event) {
@@ -245,6 +246,40 @@ grpc::Status AgentService::Launch(grpc::ServerContext* ctx, const hvd::v1::Launc
   }
   // From now on only a Watch keeps the job from becoming an orphan.
   state_->orphans.release(job_id);
+  return grpc::Status::OK;
+}
+
+grpc::Status AgentService::append(const grpc::ServerContext& ctx,
+                                  const hvd::v1::LaunchRequest& req,
+                                  hvd::v1::LaunchReply* reply) {
+  const std::string& job_id = req.job_id();
+  auto job = state_->find(job_id);
+  if (!job) return unknown_job(job_id);
+  std::shared_ptr<Supervisor> supervisor = job->get_supervisor();
+  if (!supervisor || !job->events->add_workers(req.workers_size())) {
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "job '" + job_id + "' has ended: every worker exited"};
+  }
+  spdlog::info("job={} peer={} adding {} worker(s)", job_id, ctx.peer(), req.workers_size());
+  for (const auto& worker : req.workers()) {
+    auto pid = supervisor->spawn(to_spec(worker));
+    if (!pid.is_ok()) {
+      // Reported to the caller; the job's other workers go on.
+      spdlog::info("job={} rank={} cannot start: {}", job_id, worker.rank(),
+                   pid.status().message());
+      ProcessEvent never_ran;  // the stream counts this worker as exited
+      never_ran.kind = ProcessEvent::Kind::kExit;
+      never_ran.rank = worker.rank();
+      never_ran.exit_code = 127;
+      job->events->push(never_ran);
+      return proto::to_grpc(pid.status());
+    }
+    spdlog::info("job={} rank={} pid={} started {}", job_id, worker.rank(), pid.value(),
+                 worker.argv(0));
+    auto* started = reply->add_started();
+    started->set_rank(worker.rank());
+    started->set_pid(pid.value());
+  }
   return grpc::Status::OK;
 }
 

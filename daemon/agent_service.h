@@ -62,6 +62,10 @@ class AgentService final : public hvd::v1::Agent::Service {
                     hvd::v1::InfoReply* reply) override;
 
  private:
+  // Launch with `append`: more workers for a running job (elastic replacements).
+  grpc::Status append(const grpc::ServerContext& ctx, const hvd::v1::LaunchRequest& req,
+                      hvd::v1::LaunchReply* reply);
+
   struct State;
   std::unique_ptr<State> state_;
 };

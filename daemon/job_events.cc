@@ -8,6 +8,13 @@ namespace {
 constexpr std::chrono::milliseconds kCancelPoll{100};
 }
 
+bool JobEvents::add_workers(int n) {
+  std::lock_guard lock(mu_);
+  if (discarded_ || closed_ || exited_ >= workers_) return false;
+  workers_ += n;
+  return true;
+}
+
 void JobEvents::push(const ProcessEvent& event) {
   hvd::v1::WatchEvent out;
   size_t bytes = 64;

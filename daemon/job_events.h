@@ -28,6 +28,10 @@ class JobEvents {
 
   explicit JobEvents(int workers) : workers_(workers) {}
 
+  // `n` more workers will report (an elastic job's replacements); false
+  // when the stream has already ended (closed, or every worker exited).
+  bool add_workers(int n);
+
   void push(const ProcessEvent& event);
 
   // Ends the job's stream: watchers write what is queued, then return `why`.
@@ -48,7 +52,7 @@ class JobEvents {
  private:
   void push_locked(hvd::v1::WatchEvent event, size_t bytes);
 
-  const int workers_;
+  int workers_;
   std::mutex mu_;
   std::condition_variable changed_;
   std::deque<std::pair<hvd::v1::WatchEvent, size_t>> queue_;  // event, bytes

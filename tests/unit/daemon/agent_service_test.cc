@@ -117,6 +117,43 @@ TEST_CASE("Agent Launch then Watch streams output and the exit code, then ends")
         grpc::StatusCode::ALREADY_EXISTS);
 }
 
+TEST_CASE("Agent Launch with append adds a replacement to a running job's stream") {
+  Agent agent;
+  // Rank 0 lives until its replacement partner has run; rank 1 fails at once.
+  auto req = launch_request("job-a", {{"sh", "-c", "sleep 1; echo survivor"},
+                                      {"sh", "-c", "exit 3"}});
+  v1::LaunchReply reply;
+  REQUIRE(agent.stub->Launch(context("Agent.Launch").get(), req, &reply).ok());
+  auto again = launch_request("job-a", {{"sh", "-c", "echo replacement; exit 0"}});
+  again.mutable_workers(0)->set_rank(1);
+  again.set_append(true);
+  v1::LaunchReply added;
+  REQUIRE(agent.stub->Launch(context("Agent.Launch").get(), again, &added).ok());
+  REQUIRE(added.started_size() == 1);
+  CHECK(added.started(0).rank() == 1);
+
+  // One stream: both rank 1 processes and rank 0 end it.
+  auto result = watch(*agent.stub, "job-a");
+  REQUIRE(result.status.ok());
+  std::vector<std::pair<int, int>> exits;  // rank, code
+  std::vector<std::string> lines;
+  for (const auto& e : result.events) {
+    if (e.has_exit()) exits.emplace_back(e.exit().rank(), e.exit().exit_code());
+    if (e.has_output()) lines.push_back(e.output().text());
+  }
+  std::sort(exits.begin(), exits.end());
+  CHECK(exits == std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {1, 3}});
+  CHECK(std::count(lines.begin(), lines.end(), "replacement") == 1);
+  CHECK(std::count(lines.begin(), lines.end(), "survivor") == 1);
+
+  // The stream has ended: nothing can be added any more; unknown jobs neither.
+  CHECK(agent.stub->Launch(context("Agent.Launch").get(), again, &added).error_code() ==
+        grpc::StatusCode::FAILED_PRECONDITION);
+  again.set_job_id("job-unknown");
+  CHECK(agent.stub->Launch(context("Agent.Launch").get(), again, &added).error_code() ==
+        grpc::StatusCode::NOT_FOUND);
+}
+
 TEST_CASE("Agent Launch of a missing command is NOT_FOUND and starts nothing") {
   Agent agent;
   // Unique to this process, so that tests running side by side do not count.
