@@ -2,7 +2,8 @@
 // and shm to come as their own folders). The engine uses it for collectives
 // and for negotiation. Every call blocks until done or failed, within the
 // transport timeout; a failure leaves the transport failed: later calls
-// return the same error (a dead peer is not forgotten).
+// return the same error (a dead peer is not forgotten). Collectives come from
+// one thread at a time; abort() (below) may come from any thread.
 //
 // Buffers are bytes; every count below is in bytes and a multiple of the
 // element size where a DataType is given.
@@ -57,6 +58,26 @@ class Transport {
   virtual Status reducescatter(ConstBuffer in, Buffer out, std::span<const int64_t> recv_counts,
                                DataType type, ReduceOp op) = 0;
   virtual Status barrier() = 0;
+
+  // Fails the transport for good, now, for `reason` (elastic recovery: the
+  // world is being rebuilt). Callable from any thread, concurrently with a
+  // blocked collective and with other abort() calls, any number of times;
+  // the first reason wins. Afterwards:
+  //  - every call blocked in the transport returns promptly (well under a
+  //    second, whatever the transport timeout) with the abort Status: the
+  //    reason's code (kAborted when `reason` is OK) and a message that names
+  //    the transport, this rank and the reason's message. An error the abort
+  //    provokes inside such a call (a closed socket) is reported as that
+  //    Status, not as an I/O error;
+  //  - every later call fails at once with the same Status (argument checks
+  //    still come first);
+  //  - the transport stays failed: there is no un-abort; recovery builds a
+  //    new transport. An earlier failure is superseded (and named in the
+  //    message).
+  // abort() never waits for peers or the network (it may shut sockets down,
+  // which peers see as this rank leaving). Destroying an aborted transport
+  // does not hang. Not to be called concurrently with the destructor.
+  virtual void abort(Status reason) = 0;
 };
 
 }  // namespace hvd::transports

@@ -8,13 +8,23 @@
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/hash_store.h>
+#include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
+#include <netinet/in.h>
 #include <spdlog/spdlog.h>
+#include <sys/socket.h>
 
+#include <algorithm>
+#include <charconv>
 #include <csignal>
 #include <cstring>
+#include <filesystem>
 #include <string>
+#include <system_error>
 #include <vector>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "transports/argument_checks.h"
 #include "transports/gloo/factory.h"
@@ -62,11 +72,93 @@ std::vector<int64_t> to_vector(std::span<const int64_t> counts) {
   return {counts.begin(), counts.end()};
 }
 
+bool same_address(const sockaddr_storage& a, const sockaddr_storage& b) {
+  if (a.ss_family != b.ss_family) return false;
+  if (a.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
+    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+  }
+  if (a.ss_family == AF_INET6) {
+    const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
+    return x.sin6_port == y.sin6_port &&
+           std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(x.sin6_addr)) == 0;
+  }
+  return false;
+}
+
+// Whether `fd` is a connected socket bound to one of `addresses`.
+bool is_pair_socket(int fd, const std::vector<sockaddr_storage>& addresses) {
+  sockaddr_storage local{};
+  sockaddr_storage peer{};
+  socklen_t local_size = sizeof(local);
+  socklen_t peer_size = sizeof(peer);
+  if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_size) != 0 ||
+      getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_size) != 0) {
+    return false;  // not a socket, or not a connected one
+  }
+  for (const auto& address : addresses) {
+    if (same_address(local, address)) return true;
+  }
+  return false;
+}
+
+// Descriptors of our own (dup()s) for the sockets of `context`'s pairs, so
+// that abort() can shut them down: gloo keeps its descriptors to itself. In
+// this gloo every pair's connected socket is bound to the pair's address (the
+// connecting side binds before it connects), which no other socket has.
+std::vector<int> own_pair_sockets(::gloo::Context& context) {
+  std::vector<sockaddr_storage> addresses;
+  for (int peer = 0; peer < context.size; ++peer) {
+    if (peer == context.rank || !context.getPair(peer)) continue;
+    const auto* address =
+        dynamic_cast<const ::gloo::transport::tcp::Address*>(&context.getPair(peer)->address());
+    if (address != nullptr) addresses.push_back(address->getSockaddr());
+  }
+  std::vector<int> sockets;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it("/proc/self/fd", error), end; !error && it != end;
+       it.increment(error)) {
+    std::string name = it->path().filename().string();
+    int fd = -1;
+    if (std::from_chars(name.data(), name.data() + name.size(), fd).ec != std::errc() ||
+        std::find(sockets.begin(), sockets.end(), fd) != sockets.end() ||  // a copy made here
+        !is_pair_socket(fd, addresses)) {
+      continue;
+    }
+    int own = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+    if (own < 0) continue;
+    // `fd` may have been closed and reused since the check: check the copy.
+    if (is_pair_socket(own, addresses)) {
+      sockets.push_back(own);
+    } else {
+      ::close(own);
+    }
+  }
+  if (sockets.size() < addresses.size()) {
+    spdlog::warn("gloo transport: {} found {} of its {} sockets ({}); abort() leaves calls on the "
+                 "others to the transport timeout",
+                 where(context.rank, context.size), sockets.size(), addresses.size(),
+                 error ? error.message() : "some are missing from /proc/self/fd");
+  }
+  return sockets;
+}
+
 }  // namespace
 
 GlooTransport::GlooTransport(int rank, int size, std::chrono::milliseconds timeout,
-                             std::shared_ptr<::gloo::Context> context)
-    : rank_(rank), size_(size), timeout_(timeout), context_(std::move(context)) {}
+                             std::shared_ptr<::gloo::Context> context, std::vector<int> sockets)
+    : rank_(rank),
+      size_(size),
+      timeout_(timeout),
+      context_(std::move(context)),
+      sockets_(std::move(sockets)) {}
+
+GlooTransport::~GlooTransport() {
+  context_.reset();  // gloo closes its descriptors and stops its I/O thread
+  for (int fd : sockets_) ::close(fd);
+}
 
 Result<std::unique_ptr<Transport>> GlooTransport::connect(const TransportContext& ctx) {
   if (ctx.size < 1 || ctx.rank < 0 || ctx.rank >= ctx.size) {
@@ -116,38 +208,78 @@ Result<std::unique_ptr<Transport>> GlooTransport::connect(const TransportContext
   }
   spdlog::debug("gloo transport: {} connected (key prefix '{}', listening on {})",
                 where(ctx.rank, ctx.size), ctx.key_prefix, ctx.bind_address);
-  return std::unique_ptr<Transport>(new GlooTransport(ctx.rank, ctx.size, ctx.timeout, context));
+  std::vector<int> sockets = own_pair_sockets(*context);
+  return std::unique_ptr<Transport>(
+      new GlooTransport(ctx.rank, ctx.size, ctx.timeout, context, std::move(sockets)));
 }
 
 std::string_view GlooTransport::name() const { return kName; }
 
 template <typename Body>
 Status GlooTransport::run(std::string_view op, Body&& body) {
-  if (!failure_.is_ok()) return failure_;
+  HVD_RETURN_IF_ERROR(failure());
   std::string prefix = "gloo " + std::string(op) + " failed on " + where(rank_, size_) + ": ";
   try {
     body();
     return Status::ok();
   } catch (const ::gloo::IoException& e) {
-    failure_ = Status(io_error_code(e.what()), prefix + e.what());
+    return fail(Status(io_error_code(e.what()), prefix + e.what()));
   } catch (const std::exception& e) {  // ::gloo::EnforceNotMet (an assertion) and the rest
-    failure_ = Status(StatusCode::kInternal, prefix + e.what());
+    return fail(Status(StatusCode::kInternal, prefix + e.what()));
   }
-  spdlog::error("{}", failure_.message());
+}
+
+Status GlooTransport::failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
   return failure_;
+}
+
+Status GlooTransport::fail(Status error) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // After an abort, whatever the closed sockets made gloo throw is the abort.
+    if (!failure_.is_ok()) return failure_;
+    failure_ = error;
+  }
+  spdlog::error("{}", error.message());
+  // gloo may have closed its descriptors of the failed pairs, but ours keep
+  // the sockets open: shut them all down (the transport is failed for good)
+  // so that peers see this rank leave, as they did before ours existed.
+  shut_down_sockets();
+  return error;
+}
+
+void GlooTransport::shut_down_sockets() const {
+  // gloo's I/O thread sees end of file and fails every pending operation of
+  // the pair (an operation posted later fails when posted).
+  for (int fd : sockets_) ::shutdown(fd, SHUT_RDWR);
+}
+
+void GlooTransport::abort(Status reason) {
+  std::string message = "the gloo transport on " + where(rank_, size_) + " was aborted: " +
+                        (reason.is_ok() ? std::string("no reason given") : reason.message());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (aborted_) return;  // the first reason wins
+    if (!failure_.is_ok()) message += " (it had already failed: " + failure_.message() + ")";
+    failure_ = Status(reason.is_ok() ? StatusCode::kAborted : reason.code(), message);
+    aborted_ = true;
+  }
+  spdlog::warn("{}", message);
+  shut_down_sockets();
 }
 
 Status GlooTransport::allreduce(Buffer data, DataType type, ReduceOp op) {
   HVD_RETURN_IF_ERROR(check_allreduce(data, type));
   auto fn = reduce_function(type, op);
   if (!fn.is_ok()) return fn.status();
-  if (data.size == 0) return failure_;  // nothing to move on any rank
-  if (size_ == 1 && type == DataType::kBool) {
-    // gloo skips the reduce function in a world of one; bools still come
-    // back as 0 or 1, as they do in larger worlds.
-    fn.value()(data.data, data.data, data.data, data.size);
-  }
+  if (data.size == 0) return failure();  // nothing to move on any rank
   return run("allreduce", [&] {
+    if (size_ == 1 && type == DataType::kBool) {
+      // gloo skips the reduce function in a world of one; bools still come
+      // back as 0 or 1, as they do in larger worlds.
+      fn.value()(data.data, data.data, data.data, data.size);
+    }
     ::gloo::AllreduceOptions opts(context_);
     size_t elements = data.size / common::data_type_size(type);
     // The element type only fixes the element size; `fn` does the typed work.
@@ -167,7 +299,7 @@ Status GlooTransport::allreduce(Buffer data, DataType type, ReduceOp op) {
 
 Status GlooTransport::allgatherv(ConstBuffer in, Buffer out, std::span<const int64_t> counts) {
   HVD_RETURN_IF_ERROR(check_allgatherv(in, out, counts, rank_, size_));
-  if (out.size == 0) return failure_;
+  if (out.size == 0) return failure();
   return run("allgatherv", [&] {
     char placeholder = 0;
     ::gloo::AllgathervOptions opts(context_);
@@ -181,7 +313,7 @@ Status GlooTransport::allgatherv(ConstBuffer in, Buffer out, std::span<const int
 
 Status GlooTransport::broadcast(Buffer data, int root) {
   HVD_RETURN_IF_ERROR(check_broadcast(data, root, size_));
-  if (data.size == 0) return failure_;
+  if (data.size == 0) return failure();
   return run("broadcast", [&] {
     ::gloo::BroadcastOptions opts(context_);
     opts.setOutput(static_cast<uint8_t*>(data.data), data.size);
@@ -218,7 +350,7 @@ Status GlooTransport::reducescatter(ConstBuffer in, Buffer out,
   HVD_RETURN_IF_ERROR(check_reducescatter(in, out, recv_counts, type, rank_, size_));
   auto fn = reduce_function(type, op);
   if (!fn.is_ok()) return fn.status();
-  if (total(recv_counts) == 0) return failure_;  // recv_counts agree on every rank
+  if (total(recv_counts) == 0) return failure();  // recv_counts agree on every rank
   // Chunk r of every rank's input goes to rank r, which reduces the size_
   // chunks it receives in rank order (so every run gives the same bits).
   size_t chunk = out.size;

@@ -94,6 +94,9 @@ class DyingTransport final : public transports::Transport {
     HVD_RETURN_IF_ERROR(check());
     return inner_->barrier();
   }
+  void abort(common::Status reason) override {
+    if (inner_) inner_->abort(std::move(reason));
+  }
 
  private:
   common::Status check() {
