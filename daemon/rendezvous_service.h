@@ -18,6 +18,8 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service {
 
   Membership& membership() { return membership_; }
   const Liveness& liveness() const { return liveness_; }
+  // Stops watching `rank` until it joins again (its worker was replaced).
+  void forget(int rank) { liveness_.left(rank); }
   KvStore& store() { return store_; }
 
   // Wakes blocked Join and Get calls (kCancelled) so the server can stop.

@@ -174,6 +174,8 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
       ->type_name("NAME[=VALUE]");
   app.add_option("--config-file", config_file, "YAML file of tunables (see config/hvd.yaml)")
       ->type_name("FILE");
+  ElasticArgs elastic;
+  add_elastic_options(app, elastic);
 
   // Remote hosts: their hvd-agent (docs/multihost.md).
   std::string agent_port;
@@ -338,6 +340,9 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
   } else {
     for (const auto& h : options.hosts) options.np += h.slots;
   }
+  auto resolved = resolve_elastic(elastic, options.np);
+  if (!resolved.is_ok()) return usage_error(resolved.status().message());
+  options.elastic = resolved.value();
 
   // -x NAME=VALUE / -x NAME
   for (const auto& arg : env_args) {

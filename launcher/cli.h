@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "config/settings.h"
+#include "launcher/elastic_options.h"
 #include "launcher/host_spec.h"
 #include "proto/tls_credentials.h"
 
@@ -40,6 +41,7 @@ struct LaunchOptions {
   int ssh_port = 0;
   std::vector<std::string> ssh_command{"ssh"};
   std::string ssh_agent_path = "hvd-agent";
+  ElasticOptions elastic;  // --min-np, --max-np, --reset-limit
   std::vector<std::string> command;
   std::vector<std::string> warnings;  // for the user, one line each
 };

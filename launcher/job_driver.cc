@@ -139,6 +139,7 @@ void JobDriver::handle(const WorkerExited& exit) {
                 exit.signal);
   // Once hvdrun is terminating the job, exits are expected: not failures.
   if (terminating_ || (exit.exit_code == 0 && exit.signal == 0)) return;
+  if (replace(exit)) return;
 
   // A worker whose own rendezvous Join timed out: report the start timeout.
   if (!settle_deadline_) {

@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "hvd/v1/agent.pb.h"
 #include "launcher/agent_credentials.h"
 #include "launcher/agent_targets.h"
 #include "launcher/cli.h"
@@ -57,6 +58,12 @@ class JobDriver {
              const std::vector<std::string>& bind_addresses);
   int supervise();  // the event loop
   void handle(const WorkerExited& exit);
+  // Elastic jobs (job_replace.cc): starts a failed worker again on its host;
+  // true when the exit is dealt with (replaced, or the job ends: reset limit
+  // used up, the replacement could not start).
+  bool replace(const WorkerExited& exit);
+  // "rank R on host H exited with code C" / "was killed by signal N (NAME)".
+  std::string describe_exit(const WorkerExited& exit) const;
   // A Watch stream that ends while its agent's ranks still run: agent lost.
   void handle(const WatchEnded& end);
   // The first signal terminates the workers; a second one kills them.
@@ -96,6 +103,8 @@ class JobDriver {
   std::unique_ptr<daemon::GrpcServer> rendezvous_server_;
   std::unique_ptr<HostAgents> agents_;
   bool launched_ = false;  // the agents started the workers
+  std::vector<hvd::v1::LaunchRequest> launched_requests_;  // per agent, for replacements
+  int resets_ = 0;         // replacements started (elastic jobs)
 
   // Event-loop state (driver thread only).
   std::optional<int> exit_code_;

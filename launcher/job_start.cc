@@ -152,6 +152,7 @@ int JobDriver::launch(const std::string& job_token, const std::string& rendezvou
 
   auto requests = launch_requests(job_id_, agents_->targets(), envs, options_.command, cwd);
   common::Status launched = agents_->launch_all(requests, kLaunchTimeout, terminate_grace_);
+  if (launched.is_ok()) launched_requests_ = requests;
   if (!launched.is_ok()) {
     // The agent says which command it could not run, and why.
     switch (launched.code()) {

@@ -83,6 +83,23 @@ class State:
         if self._last_updated_timestamp > prev:
             raise HostsUpdatedInterrupt(update == HostUpdateResult.removed)
 
+    def sync_root(self):
+        """Collective: the rank a sync takes the state from, the same on every
+        rank: the lowest rank that has committed (a survivor of a reset; a
+        replacement worker has not), else 0 (a fresh start). Horovod always
+        takes rank 0, whose state is lost when rank 0 is the replaced one."""
+        import numpy as np
+        from hvd import numpy as hnp
+        n = hnp.size()
+        mine = hnp.rank() if self._commits > 0 else n
+        root = int(hnp.allreduce(np.array([mine], dtype=np.int64), op=hnp.Min)[0])
+        return 0 if root >= n else root
+
+    def _broadcast(self, obj, root):
+        if root == 0:
+            return self._bcast_object(obj)
+        return self._bcast_object(obj, root_rank=root)
+
     def save(self):
         raise NotImplementedError()
 
@@ -113,8 +130,11 @@ class ObjectState(State):
         self._set_attrs()
 
     def sync(self):
+        self._sync_attrs(self.sync_root())
+
+    def _sync_attrs(self, root):
         if self._saved_state:
-            self._saved_state = self._bcast_object(self._saved_state)
+            self._saved_state = self._broadcast(self._saved_state, root)
             self._set_attrs()
 
     def _set_attrs(self):

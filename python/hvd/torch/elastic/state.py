@@ -24,7 +24,7 @@ class StateHandler:
     def restore(self):
         raise NotImplementedError()
 
-    def sync(self):
+    def sync(self, root=0):
         raise NotImplementedError()
 
     def set_value(self, value):
@@ -47,17 +47,17 @@ class StateDictHandler(StateHandler):
 
 
 class ModelStateHandler(StateDictHandler):
-    def sync(self):
-        broadcast_parameters(self.value.state_dict(), root_rank=0)
+    def sync(self, root=0):
+        broadcast_parameters(self.value.state_dict(), root_rank=root)
 
 
 class OptimizerStateHandler(StateDictHandler):
-    def sync(self):
-        broadcast_optimizer_state(self.value, root_rank=0)
+    def sync(self, root=0):
+        broadcast_optimizer_state(self.value, root_rank=root)
 
 
 class SamplerStateHandler(StateDictHandler):
-    def sync(self):
+    def sync(self, root=0):
         # Every worker's processed indices count: their union, then rank 0's
         # epoch and that union everywhere.
         processed = set()
@@ -65,7 +65,7 @@ class SamplerStateHandler(StateDictHandler):
             processed.update(indices)
         state = self.value.state_dict()
         state["processed_indices"] = processed
-        self.value.load_state_dict(broadcast_object(state))
+        self.value.load_state_dict(broadcast_object(state, root_rank=root))
 
 
 _HANDLERS = [
@@ -111,9 +111,10 @@ class TorchState(ObjectState):
         super().restore()
 
     def sync(self):
+        root = self.sync_root()
         for handler in self._handlers.values():
-            handler.sync()
-        super().sync()
+            handler.sync(root)
+        self._sync_attrs(root)
 
     def __setattr__(self, name, value):
         if hasattr(self, "_handlers") and name in self._handlers:

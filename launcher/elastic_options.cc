@@ -1,0 +1,53 @@
+#include "launcher/elastic_options.h"
+
+namespace hvd::launcher {
+
+void add_elastic_options(CLI::App& app, ElasticArgs& args) {
+  args.min_np_opt = app.add_option("--min-np", args.min_np,
+                                   "Elastic job: fewest workers (today: at most -np; failed "
+                                   "workers are replaced on their host)")
+                        ->type_name("N");
+  args.max_np_opt =
+      app.add_option("--max-np", args.max_np, "Elastic job: most workers (today: at least -np)")
+          ->type_name("N");
+  args.reset_limit_opt = app.add_option("--reset-limit", args.reset_limit,
+                                        "Elastic job: most worker replacements (default 10)")
+                             ->type_name("N");
+}
+
+common::Result<ElasticOptions> resolve_elastic(const ElasticArgs& args, int np) {
+  ElasticOptions out;
+  const bool min_given = args.min_np_opt != nullptr && args.min_np_opt->count() > 0;
+  const bool max_given = args.max_np_opt != nullptr && args.max_np_opt->count() > 0;
+  const bool limit_given = args.reset_limit_opt != nullptr && args.reset_limit_opt->count() > 0;
+  out.enabled = min_given || max_given;
+  out.min_np = min_given ? args.min_np : np;
+  out.max_np = max_given ? args.max_np : np;
+  if (limit_given) {
+    if (args.reset_limit < 0) {
+      return common::invalid_argument("--reset-limit " + std::to_string(args.reset_limit) +
+                                      ": must be 0 or more");
+    }
+    if (!out.enabled) {
+      return common::invalid_argument("--reset-limit needs an elastic job (--min-np/--max-np)");
+    }
+    out.reset_limit = args.reset_limit;
+  }
+  if (!out.enabled) return out;
+  if (out.min_np < 1) {
+    return common::invalid_argument("--min-np " + std::to_string(out.min_np) +
+                                    ": need at least 1 process");
+  }
+  if (out.min_np > np) {
+    return common::invalid_argument("--min-np " + std::to_string(out.min_np) +
+                                    " is more than -np " + std::to_string(np) +
+                                    " (an elastic job starts at -np workers)");
+  }
+  if (out.max_np < np) {
+    return common::invalid_argument("--max-np " + std::to_string(out.max_np) +
+                                    " is less than -np " + std::to_string(np));
+  }
+  return out;
+}
+
+}  // namespace hvd::launcher

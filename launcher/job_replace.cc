@@ -1,0 +1,77 @@
+// JobDriver's elastic replacement (docs/elastic.md): in an elastic job a
+// worker that fails is started again on its own host, with its rank and
+// environment, through its agent (Launch with append: same Watch stream).
+// The survivors' collectives fail, hvd.elastic.run restores their last
+// commit and rejoins the job in place; the replacement joins the same new
+// rendezvous round and takes the state from rank 0's sync.
+#include "common/logging.h"
+#include "daemon/rendezvous_service.h"
+#include "launcher/exit_codes.h"
+#include "launcher/host_agents.h"
+#include "launcher/job_driver.h"
+#include "launcher/signal_watcher.h"
+
+namespace hvd::launcher {
+
+namespace {
+
+// Starting a replacement may take a while on a loaded host.
+constexpr std::chrono::milliseconds kReplaceTimeout{60'000};
+
+}  // namespace
+
+std::string JobDriver::describe_exit(const WorkerExited& exit) const {
+  std::string who = "rank " + std::to_string(exit.rank) + " on host " +
+                    plan_[static_cast<size_t>(exit.rank)].host;
+  if (exit.signal != 0) {
+    return who + " was killed by signal " + std::to_string(exit.signal) + " (" +
+           signal_name(exit.signal) + ")";
+  }
+  return who + " exited with code " + std::to_string(exit.exit_code);
+}
+
+bool JobDriver::replace(const WorkerExited& exit) {
+  const ElasticOptions& elastic = options_.elastic;
+  if (!elastic.enabled || terminating_) return false;
+  const int code = exit.signal != 0 ? exit_code::kSignalBase + exit.signal : exit.exit_code;
+  if (resets_ >= elastic.reset_limit) {
+    error_line(describe_exit(exit) + "; the reset limit (" + std::to_string(elastic.reset_limit) +
+               ", --reset-limit) is used up");
+    finish(code);
+    begin_terminate();
+    return true;
+  }
+  size_t agent = 0;
+  const hvd::v1::WorkerSpec* spec = nullptr;
+  for (size_t a = 0; a < launched_requests_.size() && spec == nullptr; ++a) {
+    for (const auto& worker : launched_requests_[a].workers()) {
+      if (worker.rank() == exit.rank) {
+        agent = a;
+        spec = &worker;
+        break;
+      }
+    }
+  }
+  if (spec == nullptr) return false;
+  hvd::v1::LaunchRequest request;
+  request.set_job_id(job_id_);
+  request.set_append(true);
+  *request.add_workers() = *spec;
+  common::Status started = agents_->client(agent).launch(request, kReplaceTimeout);
+  if (!started.is_ok()) {
+    error_line(describe_exit(exit) + "; cannot start a replacement: " + started.message());
+    finish(code);
+    begin_terminate();
+    return true;
+  }
+  ++resets_;
+  exited_[static_cast<size_t>(exit.rank)] = false;
+  --exited_count_;
+  rendezvous_->forget(exit.rank);  // not watched until the replacement joins
+  std::fprintf(stderr, "hvdrun: %s; started a replacement (reset %d of %d)\n",
+               describe_exit(exit).c_str(), resets_, elastic.reset_limit);
+  std::fflush(stderr);
+  return true;
+}
+
+}  // namespace hvd::launcher
