@@ -6,14 +6,14 @@ save it, then check for host updates). When a collective fails
 (HorovodInternalError: a peer died or the ranks went out of step), every
 surviving worker rolls back to its last commit (``restore()``), leaves and
 rejoins the job in place (``reset``: hvd.shutdown() then hvd.init(), a new
-rendezvous round, no re-import, no new process), takes the state of the new
-world's rank 0 (``sync()``) and calls the function again. When the set of
-hosts changed (HostsUpdatedInterrupt) it does the same without the rollback.
+rendezvous round, no re-import, no new process), takes the state of the
+lowest rank that has committed (``sync()``; Horovod: rank 0) and calls the
+function again. When the set of hosts changed (HostsUpdatedInterrupt) it
+does the same without the rollback.
 
-What re-forms the world around the survivors is the launcher's business;
-hvdrun's elastic mode (docs/elastic.md) is still being built: today a reset
-re-forms the same world (every process alive), which is what a failed
-collective without a lost worker needs, and host updates never arrive
+What re-forms the world around the survivors is the launcher's business:
+hvdrun's elastic mode (docs/elastic.md) replaces a failed worker on its host
+today; host discovery is still being built, so host updates never arrive yet
 (``check_host_updates()`` finds none, on every rank alike).
 """
 
