@@ -103,11 +103,17 @@ def _wait_one(handle_id, deadline):
         code = _lib.hvd_wait(handle_id, slice_s)
         if code == C.OK:
             return None
-        if code == C.ERR_TIMEOUT and _lib.hvd_poll(handle_id) == 0:
-            if deadline is not None and time.monotonic() >= deadline:
-                raise HorovodInternalError(
-                    f"timed out waiting for hvd operation (handle {handle_id})", code)
-            continue
+        if code == C.ERR_TIMEOUT:
+            if _lib.hvd_poll(handle_id) == 0:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise HorovodInternalError(
+                        f"timed out waiting for hvd operation (handle {handle_id})", code)
+                continue
+            # The slice ended just before the op did (or the op itself timed
+            # out, e.g. a stall): now done, hvd_wait returns its own status.
+            code = _lib.hvd_wait(handle_id, 0.001)
+            if code == C.OK:
+                return None
         return _lib.error(code)
 
 

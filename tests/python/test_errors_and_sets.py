@@ -291,3 +291,30 @@ def test_shutdown_and_init_with_process_sets(two_or_more):
     if pair.included():
         assert ht.allreduce(torch.ones(1), op=ht.Sum, process_set=pair).item() == 2.0
     assert ht.allreduce(torch.ones(1), op=ht.Sum).item() == float(ht.size())
+
+
+# ---- waiting in slices -----------------------------------------------------------------------
+
+def test_wait_slice_ending_just_before_the_op_is_not_an_error(monkeypatch):
+    # hvd_wait's 1 s slice times out, then the op completes before the poll:
+    # the wait must return the op's own status, not the slice's timeout.
+    from hvd import _handles
+    calls = []
+
+    def fake_wait(handle, seconds):
+        calls.append(seconds)
+        return _lib.C.ERR_TIMEOUT if len(calls) == 1 else _lib.C.OK
+
+    monkeypatch.setattr(_handles._lib, "hvd_wait", fake_wait)
+    monkeypatch.setattr(_handles._lib, "hvd_poll", lambda handle: 1)
+    assert _handles._wait_one(12345, None) is None
+    assert len(calls) == 2
+
+
+def test_op_that_itself_timed_out_reports_its_status(monkeypatch):
+    # A stalled tensor fails with a timeout status of its own: reported, once.
+    from hvd import _handles
+    monkeypatch.setattr(_handles._lib, "hvd_wait", lambda handle, seconds: _lib.C.ERR_TIMEOUT)
+    monkeypatch.setattr(_handles._lib, "hvd_poll", lambda handle: 1)
+    error = _handles._wait_one(12345, None)
+    assert isinstance(error, ht.HorovodInternalError) and error.code == _lib.C.ERR_TIMEOUT
