@@ -321,9 +321,16 @@ grpc::Status AgentService::Signal(grpc::ServerContext* ctx, const hvd::v1::Signa
   auto job = state_->find(req->job_id());
   if (!job) return unknown_job(req->job_id());
   if (auto supervisor = job->get_supervisor()) {
-    spdlog::info("job={} peer={} sending signal={} to its workers", req->job_id(), ctx->peer(),
-                 req->signal());
-    supervisor->signal_all(req->signal());
+    if (req->ranks_size() == 0) {
+      spdlog::info("job={} peer={} sending signal={} to its workers", req->job_id(), ctx->peer(),
+                   req->signal());
+      supervisor->signal_all(req->signal());
+    }
+    for (int rank : req->ranks()) {
+      spdlog::info("job={} peer={} sending signal={} to rank {}", req->job_id(), ctx->peer(),
+                   req->signal(), rank);
+      supervisor->signal_rank(rank, req->signal());
+    }
   }
   return grpc::Status::OK;
 }

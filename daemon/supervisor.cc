@@ -16,6 +16,7 @@
 #include <deque>
 #include <future>
 #include <mutex>
+#include <map>
 #include <set>
 #include <system_error>
 #include <thread>
@@ -84,6 +85,7 @@ struct Supervisor::Impl {
   bool stopping = false;
   bool dead = false;          // the thread has ended
   std::vector<pid_t> groups;  // spawned process groups that may still have members
+  std::map<int, pid_t> rank_groups;  // the latest process group of each rank
   std::set<pid_t> unreaped;
 
   // Owned by the supervisor thread.
@@ -217,6 +219,7 @@ void Supervisor::Impl::start(SpawnRequest& request) {
   {
     std::lock_guard lock(mu);
     groups.push_back(child->pid);
+    rank_groups[child->rank] = child->pid;
     unreaped.insert(child->pid);
   }
   const pid_t pid = child->pid;
@@ -360,6 +363,13 @@ Result<int64_t> Supervisor::spawn(const ProcessSpec& spec) {
 void Supervisor::signal_all(int sig) {
   std::lock_guard lock(impl_->mu);
   signal_groups(impl_->groups, sig);
+}
+
+bool Supervisor::signal_rank(int rank, int sig) {
+  std::lock_guard lock(impl_->mu);
+  auto it = impl_->rank_groups.find(rank);
+  if (it == impl_->rank_groups.end()) return false;
+  return signal_groups({it->second}, sig).empty();
 }
 
 int Supervisor::terminate_all(std::chrono::milliseconds grace) {

@@ -61,6 +61,9 @@ class Supervisor {
 
   // Sends sig to every process group spawned here that is still alive.
   void signal_all(int sig);
+  // Sends sig to the process group of `rank`'s latest worker; false when
+  // there is none or it is gone.
+  bool signal_rank(int rank, int sig);
 
   // SIGTERM to every live process group, SIGKILL to those still alive after
   // `grace`; returns once every group is gone. Returns how many needed SIGKILL.

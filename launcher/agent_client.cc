@@ -74,12 +74,14 @@ common::Result<int> AgentClient::terminate(const std::string& job_id,
 }
 
 common::Status AgentClient::signal(const std::string& job_id, int signo,
-                                   std::chrono::milliseconds timeout) {
+                                   std::chrono::milliseconds timeout,
+                                   const std::vector<int>& ranks) {
   grpc::ClientContext context;
   prepare(context, secret_, "Agent.Signal", timeout);
   hvd::v1::SignalRequest request;
   request.set_job_id(job_id);
   request.set_signal(signo);
+  for (int rank : ranks) request.add_ranks(rank);
   hvd::v1::SignalReply reply;
   return proto::from_grpc(stub_->Signal(&context, request, &reply), "agent Signal at " + address_);
 }

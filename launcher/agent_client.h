@@ -44,7 +44,9 @@ class AgentClient {
   common::Result<int> terminate(const std::string& job_id, std::chrono::milliseconds grace,
                                 std::chrono::milliseconds timeout);
 
-  common::Status signal(const std::string& job_id, int signo, std::chrono::milliseconds timeout);
+  // `ranks` empty: every worker of the job; else only those ranks' workers.
+  common::Status signal(const std::string& job_id, int signo, std::chrono::milliseconds timeout,
+                        const std::vector<int>& ranks = {});
 
   // With `wait_for_ready` the call waits (up to `timeout`) for an agent that
   // cannot be reached yet instead of failing at once. Errors carry gRPC's

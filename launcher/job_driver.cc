@@ -275,6 +275,10 @@ void JobDriver::check_liveness(Clock::time_point now) {
     if (!exited_[static_cast<size_t>(rank)]) silent.push_back(rank);
   }
   if (silent.empty()) return;
+  if (options_.elastic.enabled) {
+    kill_silent(silent);  // their exits are then replaced like any other failure
+    return;
+  }
   std::string who;
   for (int rank : silent) {
     who += (who.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank) + " on host " +

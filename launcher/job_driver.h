@@ -62,6 +62,9 @@ class JobDriver {
   // true when the exit is dealt with (replaced, or the job ends: reset limit
   // used up, the replacement could not start).
   bool replace(const WorkerExited& exit);
+  // Elastic jobs: SIGKILL to workers that stopped answering (their exits
+  // come back as events and are replaced).
+  void kill_silent(const std::vector<int>& ranks);
   // "rank R on host H exited with code C" / "was killed by signal N (NAME)".
   std::string describe_exit(const WorkerExited& exit) const;
   // A Watch stream that ends while its agent's ranks still run: agent lost.

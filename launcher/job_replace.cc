@@ -4,6 +4,10 @@
 // The survivors' collectives fail, hvd.elastic.run restores their last
 // commit and rejoins the job in place; the replacement joins the same new
 // rendezvous round and takes the state from rank 0's sync.
+#include <signal.h>
+
+#include <algorithm>
+
 #include "common/logging.h"
 #include "daemon/rendezvous_service.h"
 #include "launcher/exit_codes.h"
@@ -17,6 +21,8 @@ namespace {
 
 // Starting a replacement may take a while on a loaded host.
 constexpr std::chrono::milliseconds kReplaceTimeout{60'000};
+// Deadline of the Signal that kills a silent worker.
+constexpr std::chrono::milliseconds kSignalTimeout{5'000};
 
 }  // namespace
 
@@ -28,6 +34,24 @@ std::string JobDriver::describe_exit(const WorkerExited& exit) const {
            signal_name(exit.signal) + ")";
   }
   return who + " exited with code " + std::to_string(exit.exit_code);
+}
+
+void JobDriver::kill_silent(const std::vector<int>& ranks) {
+  for (int rank : ranks) {
+    rendezvous_->forget(rank);  // reported once; its replacement is watched after its join
+    const std::string& host = plan_[static_cast<size_t>(rank)].host;
+    std::fprintf(stderr,
+                 "hvdrun: rank %d on host %s stopped responding: no heartbeat for %lld s; "
+                 "killing it to replace it\n",
+                 rank, host.c_str(), static_cast<long long>(heartbeat_timeout_.count()));
+    for (size_t a = 0; a < agents_->size(); ++a) {
+      const auto& owned = agents_->target(a).ranks;
+      if (std::find(owned.begin(), owned.end(), rank) == owned.end()) continue;
+      common::Status s = agents_->client(a).signal(job_id_, SIGKILL, kSignalTimeout, {rank});
+      if (!s.is_ok()) spdlog::warn("killing rank {} on host {}: {}", rank, host, s.to_string());
+    }
+  }
+  std::fflush(stderr);
 }
 
 bool JobDriver::replace(const WorkerExited& exit) {

@@ -21,10 +21,10 @@ def finals(stdout):
     return {int(m.group(2)): m.group(3) for m in FINAL.finditer(stdout)}
 
 
-def train(hvdrun, tmp_path, victim, kill_at, extra=()):
-    marker = tmp_path / f"killed-{victim}-{kill_at}"
+def train(hvdrun, tmp_path, victim, kill_at, extra=(), how="kill"):
+    marker = tmp_path / f"{how}-{victim}-{kill_at}"
     return run([hvdrun, "-np", "3", "--min-np", "2", "--max-np", "3", *extra, sys.executable,
-                WORKER, str(marker), str(victim), str(kill_at), "8"], timeout=240, env=ENV)
+                WORKER, str(marker), str(victim), str(kill_at), "8", how], timeout=240, env=ENV)
 
 
 def test_killed_worker_is_replaced_and_training_matches(hvdrun, tmp_path):
@@ -40,6 +40,19 @@ def test_killed_worker_is_replaced_and_training_matches(hvdrun, tmp_path):
                 "started a replacement (reset 1 of 10)") in r.stderr, r.stderr
         got = finals(r.stdout)
         assert got == want, f"victim {victim}:\n{r.stdout}\n{r.stderr}"
+
+
+def test_stopped_worker_is_killed_and_replaced(hvdrun, tmp_path):
+    # SIGSTOP: the worker's heartbeats stop; in an elastic job hvdrun kills
+    # it and replaces it instead of ending the job.
+    reference = train(hvdrun, tmp_path, -1, 0)
+    r = train(hvdrun, tmp_path, 2, 4, extra=("--heartbeat-timeout-seconds", "2"), how="stop")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ("hvdrun: rank 2 on host localhost stopped responding: no heartbeat for 2 s; "
+            "killing it to replace it") in r.stderr, r.stderr
+    assert "rank 2 on host localhost was killed by signal 9 (SIGKILL); started a replacement" \
+        in r.stderr, r.stderr
+    assert finals(r.stdout) == finals(reference.stdout), r.stdout + r.stderr
 
 
 def test_reset_limit_ends_a_job_that_keeps_failing(hvdrun, tmp_path):

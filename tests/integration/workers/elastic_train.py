@@ -1,7 +1,8 @@
 """An elastic training run for tests/integration/test_elastic.py:
-    elastic_train.py MARKER VICTIM KILL_AT STEPS
-Rank VICTIM kills itself with SIGKILL right after step KILL_AT's update,
-once (MARKER records that it did; VICTIM -1: nobody dies). Each rank's data
+    elastic_train.py MARKER VICTIM KILL_AT STEPS [kill|stop]
+Rank VICTIM kills itself with SIGKILL (or stops itself with SIGSTOP: hvdrun
+must notice the missing heartbeats) right after step KILL_AT's update, once
+(MARKER records that it did; VICTIM -1: nobody fails). Each rank's data
 depends only on (rank, step), so the final parameters are a deterministic
 function of the committed steps. Prints "final RANK v1 v2 ..." at the end."""
 
@@ -14,6 +15,7 @@ import torch
 import hvd.torch as hvd
 
 marker, victim, kill_at, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+how = signal.SIGSTOP if len(sys.argv) > 5 and sys.argv[5] == "stop" else signal.SIGKILL
 
 hvd.init()
 torch.manual_seed(7)
@@ -38,7 +40,7 @@ def train(state):
         opt.step()
         if hvd.rank() == victim and state.batch == kill_at and not os.path.exists(marker):
             open(marker, "w").close()
-            os.kill(os.getpid(), signal.SIGKILL)
+            os.kill(os.getpid(), how)
         state.batch += 1
         state.commit()
 

@@ -1,5 +1,7 @@
 #include <catch2/catch.hpp>
 
+#include <map>
+
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <unistd.h>
@@ -196,6 +198,27 @@ TEST_CASE("Agent Launch validates its request") {
   sig.set_signal(SIGTERM);
   CHECK(agent.stub->Signal(context("Agent.Signal").get(), sig, &sig_reply).error_code() ==
         grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_CASE("Agent Signal with ranks reaches only those ranks' workers") {
+  Agent agent;
+  auto req = launch_request("job-one", {{"sh", "-c", "sleep 1; exit 5"}, {"sleep", "100"}});
+  v1::LaunchReply reply;
+  REQUIRE(agent.stub->Launch(context("Agent.Launch").get(), req, &reply).ok());
+  v1::SignalRequest sig;
+  sig.set_job_id("job-one");
+  sig.set_signal(SIGKILL);
+  sig.add_ranks(1);
+  v1::SignalReply sig_reply;
+  REQUIRE(agent.stub->Signal(context("Agent.Signal").get(), sig, &sig_reply).ok());
+  auto result = watch(*agent.stub, "job-one");
+  REQUIRE(result.status.ok());
+  std::map<int, std::pair<int, int>> exits;  // rank -> code, signal
+  for (const auto& e : result.events) {
+    if (e.has_exit()) exits[e.exit().rank()] = {e.exit().exit_code(), e.exit().signal()};
+  }
+  CHECK(exits[0] == std::make_pair(5, 0));  // untouched: ran to its end
+  CHECK(exits[1] == std::make_pair(0, SIGKILL));
 }
 
 TEST_CASE("Agent Terminate ends a sleeping job and Watch reports SIGTERM") {
