@@ -1,0 +1,180 @@
+#!/usr/bin/python3
+"""Elastic recovery: seconds from a worker's kill -9 to (a) the survivors'
+next completed step and (b) the job back at full size (the replacement's
+first completed step), for hvd beside torchrun's elastic restart, same job,
+same run.
+
+    /usr/bin/python3 bench/elastic_recovery.py --build build [--np 2] [--repeat 3]
+         [--no-torchrun-default]
+
+Both jobs run the same loop: an allreduce of 1000 floats, a line
+"STEP rank step t_ns" (CLOCK_MONOTONIC, one clock for every process), 20 ms
+of "compute". Rank 1 kills itself with SIGKILL after step 5, once, writing
+the kill time first.
+
+  hvd       hvdrun -np N --min-np N: hvd.torch.elastic.run with an
+            ObjectState; hvdrun starts a replacement on the same host, the
+            survivors recover in place (restore, shutdown + init, sync).
+  torchrun  python3 -m torch.distributed.run --nproc_per_node N
+            --max_restarts 3 --monitor_interval 0.5 (and the default 5):
+            torchrun restarts every worker; the loop starts over.
+
+torchrun's figures include its whole restart (new processes, torch import,
+init_process_group); hvd's survivors wait for the replacement too, since an
+hvd job is kept at full size (running on with fewer workers meanwhile is not
+built yet: docs/elastic.md), so (a) and (b) are close for both. The machine
+is small and shared: compare the columns of one run, not runs.
+"""
+import argparse
+import os
+import pathlib
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+STEP = re.compile(r"STEP (\d+) (\d+) (\d+)")
+
+COMMON = r'''
+import os, signal, sys, time
+import torch
+marker, kill_at, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def now():
+    return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+def after_step(rank, step):
+    print(f"STEP {rank} {step} {now()}", flush=True)
+    if rank == 1 and step == kill_at and not os.path.exists(marker):
+        with open(marker, "w") as f:
+            f.write(str(now()))
+        os.kill(os.getpid(), signal.SIGKILL)
+    time.sleep(0.02)
+'''
+
+HVD_WORKER = COMMON + r'''
+import hvd.torch as hvd
+hvd.init()
+state = hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, step=0)
+
+@hvd.elastic.run
+def train(state):
+    while state.step < steps:
+        hvd.allreduce(torch.ones(1000), op=hvd.Sum, name="grad")
+        after_step(hvd.rank(), state.step)
+        state.step += 1
+        state.commit()
+
+train(state)
+hvd.shutdown()
+'''
+
+TORCH_WORKER = COMMON + r'''
+import torch.distributed as dist
+dist.init_process_group("gloo")
+for step in range(steps):
+    t = torch.ones(1000)
+    dist.all_reduce(t)
+    after_step(dist.get_rank(), step)
+dist.destroy_process_group()
+'''
+
+
+def child_env(build, extra=None):
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("HVD_", "HOROVOD_", "SLURM_", "OMPI_"))}
+    env.update({"PYTHONPATH": str(ROOT / "python"),
+                "HVD_LIBRARY": str(pathlib.Path(build).resolve() / "lib" / "libhvd.so"),
+                "OMP_NUM_THREADS": "1", "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update(extra or {})
+    return env
+
+
+def recovery(stdout, marker):
+    """(a, b) seconds after the kill: the first step completed by a rank
+    other than the victim, and by the victim's rank (its replacement)."""
+    kill_ns = int(pathlib.Path(marker).read_text())
+    first = {}
+    for m in STEP.finditer(stdout):
+        rank, t = int(m.group(1)), int(m.group(3))
+        if t > kill_ns and rank not in first:
+            first[rank] = t
+    survivors = [t for r, t in first.items() if r != 1]
+    if not survivors or 1 not in first:
+        raise RuntimeError(f"no step after the kill (ranks {sorted(first)})\n{stdout[-3000:]}")
+    return (min(survivors) - kill_ns) / 1e9, (first[1] - kill_ns) / 1e9
+
+
+def run_job(argv, env, marker, timeout=300):
+    r = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env,
+                       timeout=timeout)
+    if r.returncode != 0:
+        raise RuntimeError(f"{' '.join(argv[:8])} ...: exit {r.returncode}\n"
+                           f"{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+    return recovery(r.stdout, marker)
+
+
+def hvd_run(build, python, np, workdir, i):
+    worker = pathlib.Path(workdir) / "hvd_worker.py"
+    worker.write_text(HVD_WORKER)
+    marker = pathlib.Path(workdir) / f"hvd-kill-{i}"
+    argv = [str(pathlib.Path(build) / "bin" / "hvdrun"), "-np", str(np), "--min-np", str(np),
+            python, str(worker), str(marker), "5", "20"]
+    return run_job(argv, child_env(build), marker)
+
+
+def torchrun_run(build, python, np, workdir, i, monitor):
+    worker = pathlib.Path(workdir) / "torch_worker.py"
+    worker.write_text(TORCH_WORKER)
+    marker = pathlib.Path(workdir) / f"torch-kill-{monitor}-{i}"
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    argv = [python, "-m", "torch.distributed.run", f"--nproc_per_node={np}",
+            "--max_restarts=3", f"--monitor_interval={monitor}",
+            "--master_addr", "127.0.0.1", "--master_port", str(port),
+            "--redirects", "9:1", "--tee", "9:1",  # Debian's torch 1.13 needs these (docs)
+            str(worker), str(marker), "5", "20"]
+    return run_job(argv, child_env(build), marker)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--build", default="build")
+    p.add_argument("--python", default="/usr/bin/python3")
+    p.add_argument("--np", type=int, default=2)
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--no-torchrun-default", action="store_true",
+                   help="skip torchrun with its default --monitor_interval (5 s)")
+    args = p.parse_args()
+    rows = []
+    with tempfile.TemporaryDirectory() as workdir:
+        configs = [("hvd (replacement on the host, survivors in place)",
+                    lambda i: hvd_run(args.build, args.python, args.np, workdir, i)),
+                   ("torchrun --monitor_interval 0.5 (restarts every worker)",
+                    lambda i: torchrun_run(args.build, args.python, args.np, workdir, i, 0.5))]
+        if not args.no_torchrun_default:
+            configs.append(("torchrun, default --monitor_interval (5 s)",
+                            lambda i: torchrun_run(args.build, args.python, args.np, workdir,
+                                                   i, 5)))
+        results = {name: [] for name, _ in configs}
+        for i in range(args.repeat):  # alternate, so that drift hits every column alike
+            for name, fn in configs:
+                results[name].append(fn(i))
+        for name, _ in configs:
+            a = statistics.median(r[0] for r in results[name])
+            b = statistics.median(r[1] for r in results[name])
+            rows.append((name, a, b))
+    print(f"\nElastic recovery, {args.np} ranks on this machine, median of {args.repeat} "
+          f"(seconds after kill -9 of rank 1)\n")
+    print("| job | (a) survivors' next step | (b) full size: replacement's first step |")
+    print("| --- | --- | --- |")
+    for name, a, b in rows:
+        print(f"| {name} | {a:.3f} | {b:.3f} |")
+    ref = rows[1]
+    print(f"\nhvd / torchrun(0.5 s): (a) {rows[0][1] / ref[1]:.2f}x, (b) {rows[0][2] / ref[2]:.2f}x")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
