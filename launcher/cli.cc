@@ -9,6 +9,7 @@
 
 #include "launcher/exit_codes.h"
 #include "launcher/horovod_shim.h"
+#include "launcher/host_discovery.h"
 
 #ifndef HVD_VERSION
 #define HVD_VERSION "unknown"
@@ -322,7 +323,19 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
   if (np_given && np < 1) {
     return usage_error("-np " + std::to_string(np) + ": need at least 1 process");
   }
-  if (hosts_opt->count() > 0) {
+  if (!elastic.discovery_script.empty() && (hosts_opt->count() > 0 || hostfile_opt->count() > 0)) {
+    return usage_error("--host-discovery-script replaces -H and --hostfile: give one of them");
+  }
+  if (!elastic.discovery_script.empty()) {
+    if (elastic.slots_per_host < 1) {
+      return usage_error("--slots-per-host " + std::to_string(elastic.slots_per_host) +
+                         ": need at least 1 slot");
+    }
+    auto hosts = run_host_discovery(elastic.discovery_script, elastic.slots_per_host,
+                                    kDiscoveryTimeout);
+    if (!hosts.is_ok()) return usage_error(hosts.status().message());
+    options.hosts = std::move(hosts).value();
+  } else if (hosts_opt->count() > 0) {
     auto hosts = parse_host_list(host_list);
     if (!hosts.is_ok()) return usage_error("-H: " + hosts.status().message());
     options.hosts = std::move(hosts).value();
@@ -338,7 +351,9 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
   if (np_given) {
     options.np = np;
   } else {
-    for (const auto& h : options.hosts) options.np += h.slots;
+    int slots = 0;
+    for (const auto& h : options.hosts) slots += h.slots;
+    options.np = default_np(elastic, slots);
   }
   auto resolved = resolve_elastic(elastic, options.np);
   if (!resolved.is_ok()) return usage_error(resolved.status().message());

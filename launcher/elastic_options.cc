@@ -13,6 +13,19 @@ void add_elastic_options(CLI::App& app, ElasticArgs& args) {
   args.reset_limit_opt = app.add_option("--reset-limit", args.reset_limit,
                                         "Elastic job: most worker replacements (default 10)")
                              ->type_name("N");
+  app.add_option("--host-discovery-script", args.discovery_script,
+                 "Elastic job: a program printing the usable hosts, one host[:slots] a line "
+                 "(today run once, at start)")
+      ->type_name("FILE");
+  args.slots_per_host_opt =
+      app.add_option("--slots-per-host", args.slots_per_host,
+                     "Slots of a discovered host printed without slots (default 1)")
+          ->type_name("N");
+}
+
+int default_np(const ElasticArgs& args, int slots) {
+  const bool max_given = args.max_np_opt != nullptr && args.max_np_opt->count() > 0;
+  return max_given && args.max_np > 0 && args.max_np < slots ? args.max_np : slots;
 }
 
 common::Result<ElasticOptions> resolve_elastic(const ElasticArgs& args, int np) {
@@ -20,7 +33,13 @@ common::Result<ElasticOptions> resolve_elastic(const ElasticArgs& args, int np) 
   const bool min_given = args.min_np_opt != nullptr && args.min_np_opt->count() > 0;
   const bool max_given = args.max_np_opt != nullptr && args.max_np_opt->count() > 0;
   const bool limit_given = args.reset_limit_opt != nullptr && args.reset_limit_opt->count() > 0;
-  out.enabled = min_given || max_given;
+  out.enabled = min_given || max_given || !args.discovery_script.empty();
+  out.discovery_script = args.discovery_script;
+  out.slots_per_host = args.slots_per_host;
+  if (args.slots_per_host < 1) {
+    return common::invalid_argument("--slots-per-host " + std::to_string(args.slots_per_host) +
+                                    ": need at least 1 slot");
+  }
   out.min_np = min_given ? args.min_np : np;
   out.max_np = max_given ? args.max_np : np;
   if (limit_given) {

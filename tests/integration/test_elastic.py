@@ -72,3 +72,29 @@ def test_bad_elastic_flags_are_usage_errors(hvdrun):
         r = run([hvdrun, "-np", "2", *args, "true"], timeout=30)
         assert r.returncode == 2, (args, r.stderr)
         assert message in r.stderr, (args, r.stderr)
+
+
+def discovery_script(tmp_path, lines, name="discover.sh"):
+    path = tmp_path / name
+    path.write_text("#!/bin/sh\n" + "".join(f"echo '{line}'\n" for line in lines))
+    path.chmod(0o700)
+    return str(path)
+
+
+def test_host_discovery_script_gives_the_hosts(hvdrun, tmp_path):
+    script = discovery_script(tmp_path, ["# the cluster", "localhost:3"])
+    r = run([hvdrun, "--host-discovery-script", script, "sh", "-c", "echo $HVD_RANK/$HVD_SIZE"],
+            timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert sorted(l for l in r.stdout.splitlines() if "<stdout>" in l) == \
+        [f"[{i}]<stdout>:{i}/3" for i in range(3)]
+    capped = run([hvdrun, "--host-discovery-script", script, "--max-np", "2", "sh", "-c",
+                  "echo $HVD_SIZE"], timeout=60)
+    assert capped.returncode == 0 and capped.stdout.count(":2") == 2, capped.stdout
+
+
+def test_bad_discovery_output_is_a_usage_error_naming_the_line(hvdrun, tmp_path):
+    script = discovery_script(tmp_path, ["localhost:2", "localhost:oops"], "bad.sh")
+    r = run([hvdrun, "--host-discovery-script", script, "true"], timeout=60)
+    assert r.returncode == 2, r.stderr
+    assert f"--host-discovery-script {script}: line 2 'localhost:oops'" in r.stderr, r.stderr
