@@ -106,6 +106,17 @@ Result<bool> KvStore::remove(const std::string& key) {
   return values_.erase(key) != 0;
 }
 
+size_t KvStore::remove_prefix(const std::string& prefix) {
+  std::lock_guard lock(mu_);
+  size_t removed = 0;
+  for (auto it = values_.lower_bound(prefix);
+       it != values_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+    it = values_.erase(it);
+    ++removed;
+  }
+  return removed;
+}
+
 void KvStore::close() {
   {
     std::lock_guard lock(mu_);

@@ -33,6 +33,8 @@ class KvStore final : public common::Store {
   Result<int64_t> add(const std::string& key, int64_t delta) override;
   Result<bool> check(const std::vector<std::string>& keys) override;
   Result<bool> remove(const std::string& key) override;
+  // Deletes every key that starts with `prefix`; how many were deleted.
+  size_t remove_prefix(const std::string& prefix);
 
   // Wakes every waiting get with kCancelled; later gets fail at once.
   void close();

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 
+#include "common/round_keys.h"
 #include "proto/rpc_auth.h"
 #include "proto/rpc_status.h"
 
@@ -90,6 +91,13 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::Jo
   reply->set_cross_rank(result->cross_rank);
   reply->set_cross_size(result->cross_size);
   liveness_.joined(result->rank, std::chrono::steady_clock::now());
+  if (result->epoch > 0) {
+    // Every rank has left the round before this one: its keys go.
+    size_t removed = store_.remove_prefix(common::round_key_prefix(result->epoch - 1));
+    if (removed > 0) {
+      spdlog::debug("rendezvous: deleted {} key(s) of round {}", removed, result->epoch - 1);
+    }
+  }
   return grpc::Status::OK;
 }
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "common/round_keys.h"
 #include "runtime/engine/agreement.h"
 #include "runtime/op_request.h"
 #include "runtime/runtime.h"
@@ -86,7 +87,7 @@ Result<int32_t> Runtime::add_process_set(std::span<const int32_t> ranks) {
   auto me = std::find(members.begin(), members.end(), world_.rank);
   set->rank = me == members.end() ? -1 : static_cast<int>(me - members.begin());
   if (set->rank >= 0) {
-    auto transport = connect("epoch" + std::to_string(epoch_) + "/ps" + std::to_string(id) + "/",
+    auto transport = connect(common::round_key_prefix(epoch_) + "ps" + std::to_string(id) + "/",
                              set->rank, set->size());
     if (!transport.is_ok()) {
       return transport.status().with_context("hvd_add_process_set: process set " +

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "common/round_keys.h"
 #include "runtime/engine/agreement.h"
 #include "transports/registry.h"
 
@@ -124,7 +125,7 @@ Status Runtime::join() {
 Status Runtime::start(int64_t generation) {
   if (world_.has_rendezvous()) HVD_RETURN_IF_ERROR(join());
 
-  auto cpu = connect("epoch" + std::to_string(epoch_) + "/cpu/", world_.rank, world_.size);
+  auto cpu = connect(common::round_key_prefix(epoch_) + "cpu/", world_.rank, world_.size);
   if (!cpu.is_ok()) return cpu.status();
   std::string transport_name(cpu.value()->name());
 

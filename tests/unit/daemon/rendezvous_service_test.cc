@@ -251,6 +251,28 @@ TEST_CASE("Rendezvous Join of two clients from two threads") {
   CHECK(reply_b.epoch() == 0);
 }
 
+TEST_CASE("Rendezvous deletes a round's keys once the next round has formed") {
+  Rendezvous r(1);
+  auto join = [&] {
+    v1::JoinRequest req;
+    req.set_rank(0);
+    req.set_size(1);
+    req.set_timeout_ms(5000);
+    v1::JoinReply reply;
+    REQUIRE(r.stub->Join(context().get(), req, &reply).ok());
+    return reply.epoch();
+  };
+  REQUIRE(join() == 0);
+  REQUIRE(r.service.store().set("epoch0/cpu/rank0", "addr").is_ok());
+  REQUIRE(r.service.store().set("epoch0/ps1/rank0", "addr").is_ok());
+  REQUIRE(r.service.store().set("epoch10/cpu/rank0", "kept").is_ok());
+  REQUIRE(r.service.store().set("hvd/finished", "kept").is_ok());
+  REQUIRE(join() == 1);  // shutdown + init: round 1 formed, round 0's keys go
+  CHECK_FALSE(r.service.store().check({"epoch0/cpu/rank0"}).value());
+  CHECK_FALSE(r.service.store().check({"epoch0/ps1/rank0"}).value());
+  CHECK(r.service.store().check({"epoch10/cpu/rank0", "hvd/finished"}).value());
+}
+
 TEST_CASE("Rendezvous watches joined ranks through heartbeats until they leave") {
   Rendezvous r(1);
   const auto t = std::chrono::steady_clock::now;
