@@ -64,8 +64,13 @@ grpc::Status check_keys(const google::protobuf::RepeatedPtrField<std::string>& k
 RendezvousService::RendezvousService(std::string job_token, int world_size)
     : token_(std::move(job_token)), membership_(world_size), liveness_(world_size) {}
 
+void RendezvousService::enable_elastic(int min_size) {
+  rounds_ = std::make_unique<ElasticRounds>(membership_.size(), min_size);
+}
+
 void RendezvousService::close() {
   membership_.close();
+  if (rounds_) rounds_->close();
   store_.close();
 }
 
@@ -75,9 +80,12 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::Jo
   if (!auth.ok()) return auth;
   common::Placement placement;
   if (req->local_size() > 0) placement = {req->local_rank(), req->local_size()};
-  auto result = membership_.join(req->rank(), req->size(), req->host(), req->pid(),
-                                 wait_budget(*ctx, req->timeout_ms()),
-                                 [ctx] { return ctx->IsCancelled(); }, placement);
+  auto cancelled = [ctx] { return ctx->IsCancelled(); };
+  const auto budget = wait_budget(*ctx, req->timeout_ms());
+  auto result = rounds_ ? rounds_->join(req->rank(), req->prev_rank(), req->host(), budget,
+                                        cancelled)
+                        : membership_.join(req->rank(), req->size(), req->host(), req->pid(),
+                                           budget, cancelled, placement);
   if (!result.is_ok()) {
     spdlog::debug("rendezvous: Join of rank {} from {} failed: {}", req->rank(), req->host(),
                   result.status().to_string());
@@ -90,7 +98,9 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::Jo
   reply->set_local_size(result->local_size);
   reply->set_cross_rank(result->cross_rank);
   reply->set_cross_size(result->cross_size);
-  liveness_.joined(result->rank, std::chrono::steady_clock::now());
+  // Liveness by slot: the rank a worker was launched as (the same as its
+  // rank outside elastic jobs).
+  liveness_.joined(rounds_ ? req->rank() : result->rank, std::chrono::steady_clock::now());
   if (result->epoch > 0) {
     // Every rank has left the round before this one: its keys go.
     size_t removed = store_.remove_prefix(common::round_key_prefix(result->epoch - 1));
@@ -176,7 +186,8 @@ grpc::Status RendezvousService::Heartbeat(grpc::ServerContext* ctx,
   } else {
     liveness_.beat(req->rank(), std::chrono::steady_clock::now());
   }
-  reply->set_epoch(membership_.epoch());
+  reply->set_epoch(rounds_ ? rounds_->round() : membership_.epoch());
+  reply->set_round_pending(rounds_ != nullptr && rounds_->pending(req->rank()));
   return grpc::Status::OK;
 }
 

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "daemon/elastic_rounds.h"
 #include "daemon/kv_store.h"
 #include "daemon/liveness.h"
 #include "daemon/membership.h"
@@ -17,6 +18,13 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service {
   RendezvousService(std::string job_token, int world_size);
 
   Membership& membership() { return membership_; }
+  // Elastic jobs: joins form ElasticRounds instead of the fixed-size
+  // barrier (call before serving). lost(slot): that worker died.
+  void enable_elastic(int min_size);
+  bool elastic() const { return rounds_ != nullptr; }
+  void lost(int slot) {
+    if (rounds_) rounds_->lost(slot);
+  }
   const Liveness& liveness() const { return liveness_; }
   // Stops watching `rank` until it joins again (its worker was replaced).
   void forget(int rank) { liveness_.left(rank); }
@@ -43,6 +51,7 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service {
  private:
   const std::string token_;
   Membership membership_;
+  std::unique_ptr<ElasticRounds> rounds_;  // elastic jobs only
   Liveness liveness_;
   KvStore store_;
 };

@@ -91,6 +91,11 @@ int JobDriver::supervise() {
     if (!terminating_) track_joins();
     if (!terminating_ && !settle_deadline_) check_start_timeout(now);
     if (!terminating_ && !settle_deadline_) check_liveness(now);
+    if (!terminating_ && !settle_deadline_ && elastic_finished()) {
+      // The members finished; replacements still waiting to join are not needed.
+      finish(exit_code::kSuccess);
+      begin_terminate();
+    }
     if (!terminating_ && !settle_deadline_ && exited_count_ == np) {
       // Every worker exited with 0; the streams end after their last output.
       finish(exit_code::kSuccess);
@@ -135,6 +140,7 @@ void JobDriver::handle(const WorkerExited& exit) {
   }
   exited_[exit.rank] = true;
   ++exited_count_;
+  if (exit.exit_code == 0 && exit.signal == 0) ++succeeded_count_;
   spdlog::debug("rank {} (pid {}) exited: code {} signal {}", exit.rank, exit.pid, exit.exit_code,
                 exit.signal);
   // Once hvdrun is terminating the job, exits are expected: not failures.

@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,6 +63,9 @@ class JobDriver {
   // true when the exit is dealt with (replaced, or the job ends: reset limit
   // used up, the replacement could not start).
   bool replace(const WorkerExited& exit);
+  // Elastic jobs: a worker finished with 0 and every worker still running is
+  // a replacement that never joined a round (the job is done without it).
+  bool elastic_finished();
   // Elastic jobs: SIGKILL to workers that stopped answering (their exits
   // come back as events and are replaced).
   void kill_silent(const std::vector<int>& ranks);
@@ -108,6 +112,8 @@ class JobDriver {
   bool launched_ = false;  // the agents started the workers
   std::vector<hvd::v1::LaunchRequest> launched_requests_;  // per agent, for replacements
   int resets_ = 0;         // replacements started (elastic jobs)
+  int succeeded_count_ = 0;  // workers that exited with 0
+  std::set<int> unjoined_replacements_;  // replacements not seen in a round yet
 
   // Event-loop state (driver thread only).
   std::optional<int> exit_code_;

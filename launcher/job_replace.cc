@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "common/logging.h"
+#include "common/worker_env.h"
 #include "daemon/rendezvous_service.h"
 #include "launcher/exit_codes.h"
 #include "launcher/host_agents.h"
@@ -54,6 +55,20 @@ void JobDriver::kill_silent(const std::vector<int>& ranks) {
   std::fflush(stderr);
 }
 
+bool JobDriver::elastic_finished() {
+  if (!options_.elastic.enabled || succeeded_count_ == 0 || unjoined_replacements_.empty()) {
+    return false;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(unjoined_replacements_, [&](int rank) {  // joined a round since: a member
+    return rendezvous_->liveness().quiet_for(rank, now).has_value();
+  });
+  for (size_t r = 0; r < exited_.size(); ++r) {
+    if (!exited_[r] && unjoined_replacements_.count(static_cast<int>(r)) == 0) return false;
+  }
+  return !unjoined_replacements_.empty();
+}
+
 bool JobDriver::replace(const WorkerExited& exit) {
   const ElasticOptions& elastic = options_.elastic;
   if (!elastic.enabled || terminating_) return false;
@@ -77,10 +92,14 @@ bool JobDriver::replace(const WorkerExited& exit) {
     }
   }
   if (spec == nullptr) return false;
+  // The round forming now goes on without the dead worker; its replacement
+  // joins the next one as a new worker.
+  rendezvous_->lost(exit.rank);
   hvd::v1::LaunchRequest request;
   request.set_job_id(job_id_);
   request.set_append(true);
   *request.add_workers() = *spec;
+  (*request.mutable_workers(0)->mutable_env())[common::env::kReplacement] = "1";
   common::Status started = agents_->client(agent).launch(request, kReplaceTimeout);
   if (!started.is_ok()) {
     error_line(describe_exit(exit) + "; cannot start a replacement: " + started.message());
@@ -89,6 +108,7 @@ bool JobDriver::replace(const WorkerExited& exit) {
     return true;
   }
   ++resets_;
+  unjoined_replacements_.insert(exit.rank);
   exited_[static_cast<size_t>(exit.rank)] = false;
   --exited_count_;
   rendezvous_->forget(exit.rank);  // not watched until the replacement joins

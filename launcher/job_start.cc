@@ -8,6 +8,7 @@
 #include "common/token.h"
 #include "daemon/grpc_server.h"
 #include "daemon/rendezvous_service.h"
+#include "common/worker_env.h"
 #include "launcher/exit_codes.h"
 #include "launcher/host_agents.h"
 #include "launcher/job_driver.h"
@@ -85,6 +86,7 @@ int JobDriver::start() {
   }
 
   rendezvous_ = std::make_unique<daemon::RendezvousService>(*job_token, np);
+  if (options_.elastic.enabled) rendezvous_->enable_elastic(options_.elastic.min_np);
   auto rendezvous_server =
       daemon::GrpcServer::start(network->listen_host, 0, {rendezvous_.get()});
   if (!rendezvous_server.is_ok()) {
@@ -143,6 +145,7 @@ int JobDriver::launch(const std::string& job_token, const std::string& rendezvou
                    np,
                    options_.network_interfaces};
     envs.push_back(worker_environment(base, settings, options_.extra_env, slot, job));
+    if (options_.elastic.enabled) envs.back()[common::env::kElastic] = "1";
     if (options_.verbose) {
       std::fprintf(stderr, "hvdrun: rank %d environment: %s\n", slot.rank,
                    describe_worker_environment(envs.back(), options_.extra_env).c_str());

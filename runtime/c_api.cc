@@ -267,6 +267,15 @@ int hvd_is_initialized(void) {
 }
 
 int hvd_rank(void) { return query([](const auto& w) { return w.rank; }); }
+
+int hvd_elastic_round_pending(void) {
+  try {
+    std::shared_ptr<Runtime> rt = current();
+    return rt && rt->round_pending() ? 1 : 0;
+  } catch (...) {
+    return 0;
+  }
+}
 int hvd_size(void) { return query([](const auto& w) { return w.size; }); }
 int hvd_local_rank(void) { return query([](const auto& w) { return w.local_rank; }); }
 int hvd_local_size(void) { return query([](const auto& w) { return w.local_size; }); }

@@ -17,7 +17,7 @@ Heartbeat::Heartbeat(RendezvousClient& client, int rank, int64_t epoch,
 Heartbeat::~Heartbeat() { stop(); }
 
 std::chrono::milliseconds Heartbeat::interval_for(std::chrono::milliseconds timeout) {
-  return std::clamp(timeout / 5, std::chrono::milliseconds(100), std::chrono::milliseconds(1000));
+  return std::clamp(timeout / 10, std::chrono::milliseconds(100), std::chrono::milliseconds(500));
 }
 
 void Heartbeat::run() {
@@ -25,8 +25,12 @@ void Heartbeat::run() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     lock.unlock();
-    common::Status s = client_.heartbeat(rank_, epoch_, false, interval_);
-    if (!s.is_ok()) spdlog::debug("heartbeat of rank {}: {}", rank_, s.message());
+    auto pending = client_.heartbeat(rank_, epoch_, false, interval_);
+    if (pending.is_ok()) {
+      round_pending_.store(pending.value());
+    } else {
+      spdlog::debug("heartbeat of rank {}: {}", rank_, pending.status().message());
+    }
     lock.lock();
     wake_.wait_for(lock, interval_, [&] { return stopping_; });
   }
@@ -40,8 +44,8 @@ void Heartbeat::stop() {
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
-  common::Status s = client_.heartbeat(rank_, epoch_, true, interval_);
-  if (!s.is_ok()) spdlog::debug("leaving heartbeat of rank {}: {}", rank_, s.message());
+  auto s = client_.heartbeat(rank_, epoch_, true, interval_);
+  if (!s.is_ok()) spdlog::debug("leaving heartbeat of rank {}: {}", rank_, s.status().message());
 }
 
 }  // namespace hvd::runtime

@@ -57,7 +57,7 @@ Status RendezvousClient::failed(const grpc::Status& status, const char* method) 
 
 Result<JoinResult> RendezvousClient::join(int rank, int size, const std::string& host,
                                           int64_t pid, std::chrono::milliseconds timeout,
-                                          const common::Placement& placement) {
+                                          const common::Placement& placement, int prev_rank) {
   grpc::ClientContext context;
   prepare(context, timeout + kServerSlack);
   hvd::v1::JoinRequest request;
@@ -68,6 +68,7 @@ Result<JoinResult> RendezvousClient::join(int rank, int size, const std::string&
   request.set_timeout_ms(timeout.count());
   request.set_local_rank(placement.local_rank);
   request.set_local_size(placement.local_size);
+  request.set_prev_rank(prev_rank);
   hvd::v1::JoinReply reply;
   grpc::Status status = stub_->Join(&context, request, &reply);
   if (!status.ok()) return failed(status, "Join");
@@ -140,8 +141,8 @@ Result<bool> RendezvousClient::check_now(const std::vector<std::string>& keys,
   return reply.ready();
 }
 
-Status RendezvousClient::heartbeat(int rank, int64_t epoch, bool leaving,
-                                   std::chrono::milliseconds timeout) {
+Result<bool> RendezvousClient::heartbeat(int rank, int64_t epoch, bool leaving,
+                                         std::chrono::milliseconds timeout) {
   grpc::ClientContext context;
   prepare(context, timeout, /*wait_for_ready=*/false);
   hvd::v1::HeartbeatRequest request;
@@ -151,7 +152,7 @@ Status RendezvousClient::heartbeat(int rank, int64_t epoch, bool leaving,
   hvd::v1::HeartbeatReply reply;
   grpc::Status status = stub_->Heartbeat(&context, request, &reply);
   if (!status.ok()) return failed(status, "Heartbeat");
-  return Status::ok();
+  return reply.round_pending();
 }
 
 Result<bool> RendezvousClient::remove(const std::string& key) {

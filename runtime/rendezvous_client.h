@@ -38,7 +38,7 @@ class RendezvousClient final : public common::Store {
   // world of the round (rank, size, layout) comes back.
   Result<JoinResult> join(int rank, int size, const std::string& host, int64_t pid,
                           std::chrono::milliseconds timeout,
-                          const common::Placement& placement = {});
+                          const common::Placement& placement = {}, int prev_rank = -1);
 
   Status set(const std::string& key, const std::string& value) override;
   Result<std::vector<std::string>> get(const std::vector<std::string>& keys,
@@ -52,7 +52,8 @@ class RendezvousClient final : public common::Store {
 
   // One heartbeat of a joined rank (`leaving`: its last, at shutdown); does
   // not wait for an unreachable service beyond `timeout`.
-  Status heartbeat(int rank, int64_t epoch, bool leaving, std::chrono::milliseconds timeout);
+  // True when the service says a new round is pending (elastic jobs).
+  Result<bool> heartbeat(int rank, int64_t epoch, bool leaving, std::chrono::milliseconds timeout);
 
   const std::string& address() const { return address_; }
 

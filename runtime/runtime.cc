@@ -96,11 +96,21 @@ Status Runtime::join() {
         world_.rendezvous_addr, world_.job_token, seconds_setting(settings_, "transport_timeout"));
   }
   spdlog::debug("joining rank {} of {} at {}", world_.rank, world_.size, world_.rendezvous_addr);
-  auto joined = rendezvous_->join(world_.rank, world_.size, world_.hostname, getpid(),
-                                  join_timeout, {world_.local_rank, world_.local_size});
+  // Elastic jobs: HVD_RANK is the slot; the round places the worker after
+  // its rank in the last round it was in (its slot the first time, unless
+  // it is a replacement: new).
+  const int slot = world_.rank;
+  const int last = last_elastic_rank_.load();
+  const int prev_rank = last >= 0 ? last : world_.replacement ? -1 : slot;
+  auto joined = rendezvous_->join(slot, world_.size, world_.hostname, getpid(), join_timeout,
+                                  {world_.local_rank, world_.local_size}, prev_rank);
   if (!joined.is_ok()) return joined.status();
   joined_ = true;
-  if (joined->rank != world_.rank || joined->size != world_.size) {
+  if (world_.elastic) {
+    world_.rank = joined->rank;
+    world_.size = joined->size;
+    last_elastic_rank_ = joined->rank;
+  } else if (joined->rank != world_.rank || joined->size != world_.size) {
     return common::failed_precondition(
         "the rendezvous at " + world_.rendezvous_addr + " placed this worker as rank " +
         std::to_string(joined->rank) + " of " + std::to_string(joined->size) +
@@ -115,9 +125,12 @@ Status Runtime::join() {
   world_.cross_rank = joined->cross_rank;
   world_.cross_size = joined->cross_size;
   const auto liveness = seconds_setting(settings_, "heartbeat_timeout_seconds");
-  if (liveness.count() > 0) {
-    heartbeat_ = std::make_unique<Heartbeat>(*rendezvous_, world_.rank, epoch_,
-                                             Heartbeat::interval_for(liveness));
+  if (liveness.count() > 0 || world_.elastic) {
+    // Elastic workers also learn from the beat that a worker waits to join:
+    // they beat ten times a second, so that it is let in soon.
+    const auto interval = world_.elastic ? std::chrono::milliseconds(100)
+                                         : Heartbeat::interval_for(liveness);
+    heartbeat_ = std::make_unique<Heartbeat>(*rendezvous_, slot, epoch_, interval);
   }
   return Status::ok();
 }

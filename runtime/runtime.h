@@ -82,6 +82,9 @@ class Runtime {
   // the transports. Idempotent; later enqueues fail.
   void shutdown();
 
+  // Elastic jobs: the rendezvous says a worker waits to join a new round.
+  bool round_pending() const { return heartbeat_ && heartbeat_->round_pending(); }
+
   // The counters of a set's engine on this rank (tests, diagnostics).
   Result<engine::EngineStats> stats(int32_t set_id) const;
 
@@ -109,6 +112,9 @@ class Runtime {
   bool started_ = false;                          // start() completed
   std::unique_ptr<RendezvousClient> rendezvous_;  // null in a world of one without a launcher
   std::unique_ptr<Heartbeat> heartbeat_;          // from the join to shutdown (with a rendezvous)
+  // Elastic jobs: this process's rank in the last round it joined, across
+  // shutdown/init (-1: none yet).
+  static inline std::atomic<int> last_elastic_rank_{-1};
   engine::HandleTable handles_;
   engine::TimelineSlot timeline_;
   engine::ProcessSetTable sets_;  // declared after what the engines use: stopped first

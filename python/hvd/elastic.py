@@ -20,7 +20,9 @@ today; host discovery is still being built, so host updates never arrive yet
 import functools
 import os
 import queue
+import time
 
+from hvd import _lib
 from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 
 
@@ -74,6 +76,9 @@ class State:
         so that all of them raise HostsUpdatedInterrupt together or none."""
         last = prev = self._last_updated_timestamp
         update = HostUpdateResult.no_update
+        if _lib.hvd_elastic_round_pending() == 1:
+            # A worker waits to join (hvdrun's elastic mode): let it in.
+            self.on_hosts_updated(time.time(), HostUpdateResult.added)
         while not self._host_messages.empty():
             timestamp, result = self._host_messages.get()
             if timestamp > last:

@@ -134,6 +134,12 @@ Result<WorldInfo> read_world(const EnvLookup& lookup) {
   }
   const char* host = lookup(env::kHostname);
   world.hostname = (host != nullptr && *host != '\0') ? host : local_hostname();
+  auto flag = [&](const char* name) {
+    const char* v = lookup(name);
+    return v != nullptr && std::string(v) == "1";
+  };
+  world.elastic = flag(env::kElastic);
+  world.replacement = flag(env::kReplacement);
 
   if (!launched) {
     if (world.has_rendezvous()) {

@@ -54,13 +54,19 @@ HVD_EXPORT int hvd_init(void);
 HVD_EXPORT int hvd_shutdown(void);
 HVD_EXPORT int hvd_is_initialized(void);
 
-/* -1 when not initialized. */
+/* -1 when not initialized. In an elastic job (hvdrun --min-np/--max-np)
+ * rank, size and the layout may change at every hvd_init(): each is the
+ * rendezvous round's. */
 HVD_EXPORT int hvd_rank(void);
 HVD_EXPORT int hvd_size(void);
 HVD_EXPORT int hvd_local_rank(void);
 HVD_EXPORT int hvd_local_size(void);
 HVD_EXPORT int hvd_cross_rank(void);
 HVD_EXPORT int hvd_cross_size(void);
+/* Elastic jobs: 1 when a worker waits to join a new rendezvous round (the
+ * members should shut down and init again to let it in), else 0. Answered
+ * from the last heartbeat: no call to the rendezvous. */
+HVD_EXPORT int hvd_elastic_round_pending(void);
 
 /* In place over `count` elements. */
 HVD_EXPORT int hvd_allreduce(void* data, int64_t count, int dtype, int op);

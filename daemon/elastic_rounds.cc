@@ -1,0 +1,160 @@
+#include "daemon/elastic_rounds.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace hvd::daemon {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kCancelPoll = std::chrono::milliseconds(100);
+
+std::string slot_list(const std::vector<int>& slots) {
+  std::string out;
+  for (int s : slots) out += (out.empty() ? "" : ", ") + std::to_string(s);
+  return out;
+}
+
+}  // namespace
+
+ElasticRounds::ElasticRounds(int initial_size, int min_size)
+    : initial_size_(initial_size), min_size_(std::max(1, min_size)) {}
+
+bool ElasticRounds::ready_locked() const {
+  if (round_ < 0) return static_cast<int>(joining_.size()) >= initial_size_;
+  if (static_cast<int>(joining_.size()) < min_size_) return false;
+  return missing_locked().empty();
+}
+
+std::vector<int> ElasticRounds::missing_locked() const {
+  std::vector<int> missing;
+  for (int slot : members_) {
+    if (lost_.count(slot) != 0) continue;
+    bool joined = std::any_of(joining_.begin(), joining_.end(),
+                              [&](const Joiner& j) { return j.slot == slot; });
+    if (!joined) missing.push_back(slot);
+  }
+  return missing;
+}
+
+void ElasticRounds::form_locked() {
+  std::vector<Joiner> order = joining_;
+  auto member = [&](const Joiner& j) {
+    return j.prev_rank >= 0 && std::find(members_.begin(), members_.end(), j.slot) != members_.end();
+  };
+  std::stable_sort(order.begin(), order.end(), [&](const Joiner& a, const Joiner& b) {
+    const bool ma = member(a), mb = member(b);
+    if (ma != mb) return ma;  // the members first, the oldest worker rank 0
+    return ma ? a.prev_rank < b.prev_rank : a.order < b.order;
+  });
+  // For the first round, the slots' order (hvdrun's plan) is the rank order.
+  if (round_ < 0) {
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Joiner& a, const Joiner& b) { return a.slot < b.slot; });
+  }
+  const int n = static_cast<int>(order.size());
+  ++round_;
+  worlds_.clear();
+  members_.clear();
+  std::vector<int> local(static_cast<size_t>(n));
+  std::map<std::string, int> per_host;
+  for (int r = 0; r < n; ++r) local[static_cast<size_t>(r)] = per_host[order[static_cast<size_t>(r)].host]++;
+  for (int r = 0; r < n; ++r) {
+    const Joiner& j = order[static_cast<size_t>(r)];
+    common::JoinResult w{r, n, round_, local[static_cast<size_t>(r)], per_host[j.host], 0, 0};
+    for (int q = 0; q < n; ++q) {
+      if (local[static_cast<size_t>(q)] != w.local_rank) continue;
+      ++w.cross_size;
+      if (q < r) ++w.cross_rank;
+    }
+    worlds_[j.slot] = w;
+    members_.push_back(j.slot);
+  }
+  lost_.clear();
+  joining_.clear();
+  spdlog::info("rendezvous: elastic round {} formed with {} worker(s)", round_, n);
+  changed_.notify_all();
+}
+
+common::Result<common::JoinResult> ElasticRounds::join(int slot, int prev_rank,
+                                                       const std::string& host,
+                                                       std::chrono::milliseconds timeout,
+                                                       const std::function<bool()>& cancelled) {
+  const auto deadline =
+      Clock::now() + std::min<std::chrono::milliseconds>(timeout, std::chrono::hours(24 * 365));
+  std::unique_lock lock(mu_);
+  if (closed_) return common::Status{common::StatusCode::kCancelled, "membership is closed"};
+  for (const Joiner& j : joining_) {
+    if (j.slot == slot) {
+      return common::Status{common::StatusCode::kAlreadyExists,
+                            "slot " + std::to_string(slot) + " is already joining round " +
+                                std::to_string(round_ + 1)};
+    }
+  }
+  joining_.push_back({slot, prev_rank, host, arrivals_++});
+  const int64_t target = round_ + 1;
+  if (ready_locked()) form_locked();
+  auto withdraw = [&] {
+    std::erase_if(joining_, [&](const Joiner& j) { return j.slot == slot; });
+  };
+  while (round_ < target) {
+    if (closed_) {
+      withdraw();
+      return common::Status{common::StatusCode::kCancelled, "membership is closed"};
+    }
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      std::vector<int> missing = missing_locked();
+      withdraw();
+      std::string why = round_ < 0 ? std::to_string(initial_size_) + " workers did not all join"
+                                   : missing.empty()
+                                         ? "fewer than the " + std::to_string(min_size_) +
+                                               " workers of --min-np joined"
+                                         : "slots " + slot_list(missing) + " did not rejoin";
+      return common::timeout_error("timed out after " + std::to_string(timeout.count()) +
+                                   " ms waiting for elastic round " + std::to_string(target) +
+                                   ": " + why);
+    }
+    if (cancelled && cancelled()) {
+      withdraw();
+      return common::Status{common::StatusCode::kCancelled,
+                            "slot " + std::to_string(slot) + " gave up waiting"};
+    }
+    auto until = deadline;
+    if (cancelled && until - now > kCancelPoll) until = now + kCancelPoll;
+    changed_.wait_until(lock, until);
+  }
+  return worlds_.at(slot);
+}
+
+void ElasticRounds::lost(int slot) {
+  std::lock_guard lock(mu_);
+  if (std::find(members_.begin(), members_.end(), slot) == members_.end()) return;
+  lost_.insert(slot);
+  if (!joining_.empty() && ready_locked()) form_locked();
+}
+
+bool ElasticRounds::pending(int slot) const {
+  std::lock_guard lock(mu_);
+  if (joining_.empty() || lost_.count(slot) != 0) return false;
+  if (std::find(members_.begin(), members_.end(), slot) == members_.end()) return false;
+  return std::none_of(joining_.begin(), joining_.end(),
+                      [&](const Joiner& j) { return j.slot == slot; });
+}
+
+int64_t ElasticRounds::round() const {
+  std::lock_guard lock(mu_);
+  return round_;
+}
+
+void ElasticRounds::close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  changed_.notify_all();
+}
+
+}  // namespace hvd::daemon

@@ -1,0 +1,72 @@
+// The rendezvous rounds of an elastic job (docs/elastic.md). Workers are
+// known by their slot (the rank hvdrun launched them as; a replacement gets
+// its predecessor's slot). A round forms when every member of the last
+// round that is still alive has joined it (hvdrun reports the dead with
+// lost()) and at least `min_size` workers have; the first round when
+// `initial_size` workers have. Newcomers (a worker that was in no round:
+// prev_rank -1) that have joined by then are in it too; one that comes
+// later waits for the next round, and pending() tells the members so that
+// they reset (HostsUpdatedInterrupt) and let it in. Ranks: the members in
+// the order of their previous ranks, then the newcomers in arrival order,
+// so the oldest worker is rank 0; local ranks by host in rank order, cross
+// ranks from those (Horovod's definitions).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/join_result.h"
+#include "common/status.h"
+
+namespace hvd::daemon {
+
+class ElasticRounds {
+ public:
+  ElasticRounds(int initial_size, int min_size);
+
+  // Waits (up to `timeout`, or until `cancelled`) for the round this join
+  // belongs to; the worker's world in it. kTimeout names the slots still
+  // missing; kCancelled after close().
+  common::Result<common::JoinResult> join(int slot, int prev_rank, const std::string& host,
+                                          std::chrono::milliseconds timeout,
+                                          const std::function<bool()>& cancelled);
+  // The worker of `slot` died: the forming round no longer waits for it.
+  void lost(int slot);
+  // True when a worker waits to join while `slot` is a member of the
+  // current round: the members should leave and rejoin.
+  bool pending(int slot) const;
+  int64_t round() const;
+  void close();
+
+ private:
+  struct Joiner {
+    int slot = 0;
+    int prev_rank = -1;
+    std::string host;
+    int64_t order = 0;
+  };
+  bool ready_locked() const;
+  void form_locked();
+  std::vector<int> missing_locked() const;
+
+  const int initial_size_;
+  const int min_size_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  int64_t round_ = -1;              // the last round formed
+  std::vector<int> members_;        // its slots, by rank
+  std::set<int> lost_;              // members that died since
+  std::vector<Joiner> joining_;     // the round forming
+  int64_t arrivals_ = 0;
+  std::map<int, common::JoinResult> worlds_;  // slot -> world in round_
+  bool closed_ = false;
+};
+
+}  // namespace hvd::daemon

@@ -1,0 +1,114 @@
+#include "daemon/elastic_rounds.h"
+
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <thread>
+
+namespace hvd::daemon {
+
+namespace {
+
+using namespace std::chrono_literals;
+using common::JoinResult;
+using common::Result;
+
+std::future<Result<JoinResult>> join_async(ElasticRounds& e, int slot, int prev,
+                                           const std::string& host,
+                                           std::chrono::milliseconds timeout = 5000ms) {
+  return std::async(std::launch::async, [&e, slot, prev, host, timeout] {
+    return e.join(slot, prev, host, timeout, nullptr);
+  });
+}
+
+JoinResult world(std::future<Result<JoinResult>>& f) {
+  REQUIRE(f.wait_for(10s) == std::future_status::ready);
+  auto r = f.get();
+  REQUIRE(r.is_ok());
+  return r.value();
+}
+
+// Waits until the forming round shows as pending to `slot`.
+bool wait_pending(const ElasticRounds& e, int slot) {
+  for (int i = 0; i < 500 && !e.pending(slot); ++i) std::this_thread::sleep_for(10ms);
+  return e.pending(slot);
+}
+
+}  // namespace
+
+TEST_CASE("elastic rounds: shrink when a worker is lost, grow when its replacement joins",
+          "[elastic]") {
+  ElasticRounds e(3, 2);
+  // Round 0: hvdrun's plan (slots in order), two hosts.
+  auto a = join_async(e, 2, 2, "h2");
+  auto b = join_async(e, 0, 0, "h1");
+  auto c = join_async(e, 1, 1, "h1");
+  JoinResult w2 = world(a), w0 = world(b), w1 = world(c);
+  CHECK(w0.rank == 0);
+  CHECK(w1.rank == 1);
+  CHECK(w2.rank == 2);
+  CHECK(w0.size == 3);
+  CHECK(w0.epoch == 0);
+  CHECK(std::make_pair(w1.local_rank, w1.local_size) == std::make_pair(1, 2));
+  CHECK(std::make_pair(w2.local_rank, w2.local_size) == std::make_pair(0, 1));
+  CHECK(std::make_pair(w2.cross_rank, w2.cross_size) == std::make_pair(1, 2));
+
+  // Slot 1 dies: the survivors form round 1 without it, keeping their order.
+  e.lost(1);
+  auto s0 = join_async(e, 0, 0, "h1");
+  auto s2 = join_async(e, 2, 2, "h2");
+  w0 = world(s0);
+  w2 = world(s2);
+  CHECK(w0.rank == 0);
+  CHECK(w2.rank == 1);
+  CHECK(w2.size == 2);
+  CHECK(w2.epoch == 1);
+  CHECK_FALSE(e.pending(0));
+
+  // Its replacement (same slot, new: prev -1) waits; the members are told.
+  auto n1 = join_async(e, 1, -1, "h1");
+  REQUIRE(wait_pending(e, 0));
+  CHECK(e.pending(2));
+  auto r0 = join_async(e, 0, 0, "h1");
+  auto r2 = join_async(e, 2, 1, "h2");
+  w0 = world(r0);
+  w2 = world(r2);
+  JoinResult n = world(n1);
+  CHECK(w0.rank == 0);  // the oldest worker stays rank 0
+  CHECK(w2.rank == 1);
+  CHECK(n.rank == 2);   // the newcomer comes last
+  CHECK(n.size == 3);
+  CHECK(n.epoch == 2);
+  CHECK_FALSE(e.pending(0));
+}
+
+TEST_CASE("elastic rounds: below min-np a round waits, and times out naming the missing",
+          "[elastic]") {
+  ElasticRounds e(2, 2);
+  auto a = join_async(e, 0, 0, "h");
+  auto b = join_async(e, 1, 1, "h");
+  world(a);
+  world(b);
+  e.lost(1);
+  auto alone = e.join(0, 0, "h", 200ms, nullptr);
+  CHECK(alone.status().code() == common::StatusCode::kTimeout);
+  CHECK_THAT(alone.status().message(),
+             Catch::Contains("fewer than the 2 workers of --min-np joined"));
+  // A lost member reported while the others wait lets the round form.
+  ElasticRounds f(3, 1);
+  auto x = join_async(f, 0, 0, "h");
+  auto y = join_async(f, 1, 1, "h");
+  auto z = join_async(f, 2, 2, "h");
+  world(x);
+  world(y);
+  world(z);
+  auto again = join_async(f, 0, 0, "h");
+  auto again2 = join_async(f, 1, 1, "h");
+  std::this_thread::sleep_for(50ms);
+  CHECK(again.wait_for(0ms) != std::future_status::ready);  // waits for slot 2
+  f.lost(2);
+  CHECK(world(again).size == 2);
+  CHECK(world(again2).size == 2);
+}
+
+}  // namespace hvd::daemon
