@@ -82,6 +82,15 @@ void log_event(const std::string& job_id, const ProcessEvent& event) {
 // Seconds to a tenth, for messages: "30", "0.3".
 double seconds(milliseconds ms) { return static_cast<double>((ms.count() + 50) / 100) / 10.0; }
 
+// A worker is running: logged and reported in the Launch reply.
+void record_started(const std::string& job_id, const hvd::v1::WorkerSpec& worker, int64_t pid,
+                    hvd::v1::LaunchReply* reply) {
+  spdlog::info("job={} rank={} pid={} started {}", job_id, worker.rank(), pid, worker.argv(0));
+  auto* started = reply->add_started();
+  started->set_rank(worker.rank());
+  started->set_pid(pid);
+}
+
 grpc::Status unknown_job(const std::string& job_id) {
   return {grpc::StatusCode::NOT_FOUND, "unknown job '" + job_id + "'"};
 }
@@ -229,11 +238,7 @@ grpc::Status AgentService::Launch(grpc::ServerContext* ctx, const hvd::v1::Launc
       reply->clear_started();
       return proto::to_grpc(pid.status());
     }
-    spdlog::info("job={} rank={} pid={} started {}", job_id, worker.rank(), pid.value(),
-                 worker.argv(0));
-    auto* started = reply->add_started();
-    started->set_rank(worker.rank());
-    started->set_pid(pid.value());
+    record_started(job_id, worker, pid.value(), reply);
   }
   bool shutting_down = false;
   {
@@ -274,11 +279,7 @@ grpc::Status AgentService::append(const grpc::ServerContext& ctx,
       job->events->push(never_ran);
       return proto::to_grpc(pid.status());
     }
-    spdlog::info("job={} rank={} pid={} started {}", job_id, worker.rank(), pid.value(),
-                 worker.argv(0));
-    auto* started = reply->add_started();
-    started->set_rank(worker.rank());
-    started->set_pid(pid.value());
+    record_started(job_id, worker, pid.value(), reply);
   }
   return grpc::Status::OK;
 }
