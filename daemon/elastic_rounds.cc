@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "daemon/round_layout.h"
+
 namespace hvd::daemon {
 
 namespace {
@@ -58,19 +60,19 @@ void ElasticRounds::form_locked() {
   ++round_;
   worlds_.clear();
   members_.clear();
-  std::vector<int> local(static_cast<size_t>(n));
+  // Local ranks by host, in rank order; then Horovod's cross ranks.
+  std::vector<common::JoinResult> worlds(static_cast<size_t>(n));
   std::map<std::string, int> per_host;
-  for (int r = 0; r < n; ++r) local[static_cast<size_t>(r)] = per_host[order[static_cast<size_t>(r)].host]++;
   for (int r = 0; r < n; ++r) {
-    const Joiner& j = order[static_cast<size_t>(r)];
-    common::JoinResult w{r, n, round_, local[static_cast<size_t>(r)], per_host[j.host], 0, 0};
-    for (int q = 0; q < n; ++q) {
-      if (local[static_cast<size_t>(q)] != w.local_rank) continue;
-      ++w.cross_size;
-      if (q < r) ++w.cross_rank;
-    }
-    worlds_[j.slot] = w;
-    members_.push_back(j.slot);
+    worlds[static_cast<size_t>(r)] = {r, n, round_, per_host[order[static_cast<size_t>(r)].host]++};
+  }
+  for (int r = 0; r < n; ++r) {
+    worlds[static_cast<size_t>(r)].local_size = per_host[order[static_cast<size_t>(r)].host];
+  }
+  set_cross_ranks(worlds);
+  for (int r = 0; r < n; ++r) {
+    worlds_[order[static_cast<size_t>(r)].slot] = worlds[static_cast<size_t>(r)];
+    members_.push_back(order[static_cast<size_t>(r)].slot);
   }
   lost_.clear();
   joining_.clear();

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "daemon/round_layout.h"
+
 namespace hvd::daemon {
 
 namespace {
@@ -40,15 +42,10 @@ Result<JoinResult> Membership::join(int requested_rank, int size, const std::str
 
 void Membership::settle_locked() {
   for (int r = 0; r < size_; ++r) {
-    JoinResult& w = worlds_[static_cast<size_t>(r)];
     const Placement& p = placed_[static_cast<size_t>(r)];
-    w = JoinResult{r, size_, epoch_, p.local_rank, p.local_size, 0, 0};
-    for (int q = 0; q < size_; ++q) {
-      if (placed_[static_cast<size_t>(q)].local_rank != p.local_rank) continue;
-      ++w.cross_size;
-      if (q < r) ++w.cross_rank;
-    }
+    worlds_[static_cast<size_t>(r)] = JoinResult{r, size_, epoch_, p.local_rank, p.local_size};
   }
+  set_cross_ranks(worlds_);
 }
 
 Result<JoinResult> Membership::join(int requested_rank, int size, const std::string& host,

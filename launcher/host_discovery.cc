@@ -20,13 +20,6 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string_view trim(std::string_view s) {
-  const char* blanks = " \t\r";
-  size_t b = s.find_first_not_of(blanks);
-  if (b == std::string_view::npos) return {};
-  return s.substr(b, s.find_last_not_of(blanks) - b + 1);
-}
-
 std::string prefix(std::string_view script) {
   return "--host-discovery-script " + std::string(script) + ": ";
 }
@@ -65,7 +58,6 @@ bool read_all(int out_fd, int err_fd, Clock::time_point deadline, std::string& o
 
 std::string last_line(const std::string& text) {
   std::string_view t = trim(text);
-  while (!t.empty() && t.back() == '\n') t.remove_suffix(1);
   size_t nl = t.rfind('\n');
   return std::string(trim(nl == std::string_view::npos ? t : t.substr(nl + 1)));
 }

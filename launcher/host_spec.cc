@@ -14,12 +14,6 @@ namespace {
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
-  while (!s.empty() && is_blank(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 std::string quote(std::string_view s) { return "'" + std::string(s) + "'"; }
 
 // Letters, digits and . - _ for names; ':' and '%' (scope) for IPv6 addresses.
@@ -95,6 +89,12 @@ Result<ParsedToken> parse_token(std::string_view raw, int default_slots) {
 }
 
 }  // namespace
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && is_blank(s.front())) s.remove_prefix(1);
+  while (!s.empty() && is_blank(s.back())) s.remove_suffix(1);
+  return s;
+}
 
 Result<HostSlots> parse_host_token(std::string_view token, int default_slots) {
   auto parsed = parse_token(token, default_slots);

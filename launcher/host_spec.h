@@ -26,6 +26,9 @@ struct HostSlots {
 // token names no count.
 Result<HostSlots> parse_host_token(std::string_view token, int default_slots = 1);
 
+// `s` without leading and trailing blanks (space, tab, CR, LF).
+std::string_view trim(std::string_view s);
+
 // The value of -H: comma-separated host tokens, blanks around them ignored.
 // Each host may appear once.
 Result<std::vector<HostSlots>> parse_host_list(std::string_view text);

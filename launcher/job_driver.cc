@@ -190,6 +190,16 @@ bool JobDriver::all_watches_ended() const {
   return std::all_of(watch_ended_.begin(), watch_ended_.end(), [](bool ended) { return ended; });
 }
 
+std::string JobDriver::describe_exit(const WorkerExited& exit) const {
+  std::string who = "rank " + std::to_string(exit.rank) + " on host " +
+                    plan_[static_cast<size_t>(exit.rank)].host;
+  if (exit.signal != 0) {
+    return who + " was killed by signal " + std::to_string(exit.signal) + " (" +
+           signal_name(exit.signal) + ")";
+  }
+  return who + " exited with code " + std::to_string(exit.exit_code);
+}
+
 void JobDriver::report_failure() {
   settle_deadline_.reset();
   if (pending_failures_.empty()) return;
@@ -199,16 +209,8 @@ void JobDriver::report_failure() {
   const WorkerExited exit = chosen != pending_failures_.end() ? *chosen : pending_failures_.front();
   pending_failures_.clear();
 
-  const std::string& host = plan_[static_cast<size_t>(exit.rank)].host;
-  std::string who = "rank " + std::to_string(exit.rank) + " on host " + host;
-  if (exit.signal != 0) {
-    error_line(who + " was killed by signal " + std::to_string(exit.signal) + " (" +
-               signal_name(exit.signal) + ")");
-    finish(exit_code::kSignalBase + exit.signal);
-  } else {
-    error_line(who + " exited with code " + std::to_string(exit.exit_code));
-    finish(exit.exit_code);
-  }
+  error_line(describe_exit(exit));
+  finish(exit.signal != 0 ? exit_code::kSignalBase + exit.signal : exit.exit_code);
   begin_terminate();
 }
 

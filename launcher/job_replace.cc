@@ -14,7 +14,6 @@
 #include "launcher/exit_codes.h"
 #include "launcher/host_agents.h"
 #include "launcher/job_driver.h"
-#include "launcher/signal_watcher.h"
 
 namespace hvd::launcher {
 
@@ -26,16 +25,6 @@ constexpr std::chrono::milliseconds kReplaceTimeout{60'000};
 constexpr std::chrono::milliseconds kSignalTimeout{5'000};
 
 }  // namespace
-
-std::string JobDriver::describe_exit(const WorkerExited& exit) const {
-  std::string who = "rank " + std::to_string(exit.rank) + " on host " +
-                    plan_[static_cast<size_t>(exit.rank)].host;
-  if (exit.signal != 0) {
-    return who + " was killed by signal " + std::to_string(exit.signal) + " (" +
-           signal_name(exit.signal) + ")";
-  }
-  return who + " exited with code " + std::to_string(exit.exit_code);
-}
 
 void JobDriver::kill_silent(const std::vector<int>& ranks) {
   for (int rank : ranks) {

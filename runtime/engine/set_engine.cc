@@ -123,7 +123,9 @@ void SetEngine::cycle_loop(std::vector<Entry>& drained, CyclePlan& plan) {
     controller_.add(drained, plan);
     for (auto& [entry, status] : plan.refused) complete(entry, status);
 
-    const bool blocked = handles_.waited_pending(options_.process_set_id) > 0;
+    // Only a rank that holds ops of the set can be blocked on one of them.
+    const bool blocked =
+        controller_.busy() && handles_.waited_pending(options_.process_set_id) > 0;
     Status s = controller_.negotiate(stopping, blocked, plan);
     if (!s.is_ok()) {
       spdlog::error("{}: negotiation failed, failing every op: {}",

@@ -41,22 +41,21 @@ void TensorQueue::restart_names(int64_t generation) {
   auto_names_.fill(0);
 }
 
-Status TensorQueue::admit(const Entry& entry) const {
+Status TensorQueue::admit(const Request& request, const std::string& name) const {
   if (closed_) return closed_status_;
-  if (entry.request.op_type == OpType::kJoin) {
+  if (request.op_type == OpType::kJoin) {
     if (join_in_flight_) {
       return {common::StatusCode::kAlreadyExists,
               "a join is already in flight on process set " +
-                  std::to_string(entry.request.process_set_id)};
+                  std::to_string(request.process_set_id)};
     }
   } else if (join_in_flight_) {
     return common::failed_precondition(
-        "cannot run " + std::string(op_type_name(entry.request.op_type)) +
-        (entry.request.name.empty() ? std::string() : " '" + entry.request.name + "'") +
+        "cannot run " + std::string(op_type_name(request.op_type)) +
+        (request.name.empty() ? std::string() : " '" + request.name + "'") +
         ": join() is pending on this rank (ops enqueued after join() fail until it completes)");
-  } else if (in_flight_.count(entry.request.name) != 0) {
-    return {common::StatusCode::kAlreadyExists,
-            "a tensor named '" + entry.request.name + "' is already in flight"};
+  } else if (in_flight_.count(name) != 0) {
+    return {common::StatusCode::kAlreadyExists, "a tensor named '" + name + "' is already in flight"};
   }
   return Status::ok();
 }
@@ -65,13 +64,12 @@ Status TensorQueue::push(Entry& entry) {
   {
     std::lock_guard lock(mu_);
     const bool named_here = wants_name(entry);
-    if (named_here) entry.request.name = auto_name(entry.request.op_type, 0);
-    Status admitted = admit(entry);
-    if (!admitted.is_ok()) {
-      if (named_here) entry.request.name.clear();
-      return admitted;
+    std::string name = named_here ? auto_name(entry.request.op_type, 0) : entry.request.name;
+    HVD_RETURN_IF_ERROR(admit(entry.request, name));
+    if (named_here) {
+      entry.request.name = std::move(name);
+      ++auto_names_[static_cast<size_t>(entry.request.op_type)];
     }
-    if (named_here) ++auto_names_[static_cast<size_t>(entry.request.op_type)];
     if (entry.request.op_type == OpType::kJoin) {
       join_in_flight_ = true;
     } else {
@@ -95,11 +93,7 @@ Status TensorQueue::push_group(std::vector<Entry>& entries) {
     }
     std::unordered_set<std::string> seen;
     for (size_t i = 0; i < entries.size(); ++i) {
-      Entry probe;
-      probe.request.op_type = entries[i].request.op_type;
-      probe.request.process_set_id = entries[i].request.process_set_id;
-      probe.request.name = names[i];
-      HVD_RETURN_IF_ERROR(admit(probe));
+      HVD_RETURN_IF_ERROR(admit(entries[i].request, names[i]));
       if (!seen.insert(names[i]).second) {
         return {common::StatusCode::kAlreadyExists,
                 "the group names tensor '" + names[i] + "' twice"};

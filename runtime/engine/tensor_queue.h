@@ -82,7 +82,9 @@ class TensorQueue {
   void interrupt();
 
  private:
-  common::Status admit(const Entry& entry) const;  // under mu_
+  // Whether `request` may enter under `name` (its own, or the one it would be
+  // given), under mu_.
+  common::Status admit(const Request& request, const std::string& name) const;
   // The name the next unnamed op of `type` gets, `skip` numbers ahead (under mu_).
   std::string auto_name(OpType type, int64_t skip) const;
 

@@ -31,7 +31,10 @@ def main():
     gathered = hvd.allgather(torch.tensor([hvd.rank()]))
     assert gathered.tolist() == list(range(size)), gathered
     hvd.shutdown()
-    print(f"foreign_torch_worker: rank {expected['rank']} OK", flush=True)
+    # One write for the whole line: both workers share the pipe, and print()
+    # may write the text and its newline separately (lines interleaved).
+    sys.stdout.flush()
+    os.write(1, f"foreign_torch_worker: rank {expected['rank']} OK\n".encode())
     return 0
 
 
