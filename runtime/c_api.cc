@@ -262,6 +262,16 @@ int hvd_shutdown(void) {
   });
 }
 
+int hvd_abort(const char* reason) {
+  return guarded([reason]() -> Status {
+    std::shared_ptr<Runtime> rt = current();
+    if (!rt) return Status::ok();  // nothing to abort
+    rt->abort(hvd::common::aborted(reason != nullptr && *reason != '\0' ? reason
+                                                                         : "no reason given"));
+    return Status::ok();
+  });
+}
+
 int hvd_is_initialized(void) {
   return query([](const hvd::runtime::WorldInfo&) { return 1; }) == 1 ? 1 : 0;
 }

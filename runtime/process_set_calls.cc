@@ -100,6 +100,7 @@ Result<int32_t> Runtime::add_process_set(std::span<const int32_t> ranks) {
     if (engine) engine->stop(common::aborted("hvd is shutting down"));
     return common::aborted("hvd is shutting down");
   }
+  if (engine && abort_.aborted()) engine->abort(abort_.reason());  // raced Runtime::abort
   spdlog::debug("process set {} added: {} ranks", id, members.size());
   return id;
 }

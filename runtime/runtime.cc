@@ -74,6 +74,13 @@ std::shared_ptr<engine::SetEngine> Runtime::make_engine(
   o.stall_warning = std::chrono::seconds(settings_.get_int("stall_check_warning_time_seconds"));
   o.stall_shutdown = std::chrono::seconds(settings_.get_int("stall_check_shutdown_time_seconds"));
   o.no_progress = std::chrono::seconds(settings_.get_int("stall_check_no_progress_seconds"));
+  // A set whose transport fails breaks the world: the other sets' calls
+  // must end now rather than at their transport timeout.
+  o.on_transport_failure = [this, id](const Status& failure) {
+    abort(failure.with_context(id == HVD_GLOBAL_PROCESS_SET
+                                   ? "the global process set failed"
+                                   : "process set " + std::to_string(id) + " failed"));
+  };
   return std::make_shared<engine::SetEngine>(std::move(o), std::move(transport), handles_,
                                              &timeline_);
 }
@@ -180,6 +187,16 @@ void Runtime::shutdown() {
     foreign_.reset();
   }
   rendezvous_.reset();
+}
+
+void Runtime::abort(Status reason) {
+  if (reason.is_ok()) reason = common::aborted("no reason given");
+  Status world(reason.code(),
+               "hvd was aborted on rank " + std::to_string(world_.rank) + ": " + reason.message());
+  if (!abort_.trigger(world)) return;  // the first reason wins
+  spdlog::warn("{}", world.message());
+  // A set added meanwhile is aborted by add_process_set (it checks after adding).
+  engine::abort_sets(sets_.all(), world);
 }
 
 Result<std::shared_ptr<const engine::ProcessSet>> Runtime::process_set(int32_t id) const {

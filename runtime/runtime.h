@@ -30,6 +30,7 @@
 #include "runtime/engine/handle_table.h"
 #include "runtime/engine/process_sets.h"
 #include "runtime/engine/timeline_slot.h"
+#include "runtime/engine/world_abort.h"
 #include "runtime/heartbeat.h"
 #include "runtime/rendezvous_client.h"
 #include "transports/transport.h"
@@ -79,8 +80,21 @@ class Runtime {
   Status stop_timeline();
 
   // Stops every engine (process sets first, the global set last) and closes
-  // the transports. Idempotent; later enqueues fail.
+  // the transports. Idempotent; later enqueues fail. After abort() it takes
+  // no collective step: the engines have ended, or end at once.
   void shutdown();
+
+  // Fails the world now (docs/engine.md, "Abort"), from any thread, without
+  // waiting for peers: the transport of every process set (the global set's
+  // carries the negotiation of process-set calls too) is aborted, so every
+  // pending op and every later one fails promptly with
+  // "hvd was aborted on rank R: <reason>" (the reason's code; kAborted when
+  // it is OK). Idempotent: the first reason wins. Elastic recovery calls it
+  // when the world changed, and an engine whose transport fails calls it so
+  // that the other sets' calls end too. shutdown() then init() (a new
+  // Runtime) builds the next world.
+  void abort(common::Status reason);
+  bool aborted() const { return abort_.aborted(); }
 
   // Elastic jobs: the rendezvous says a worker waits to join a new round.
   bool round_pending() const { return heartbeat_ && heartbeat_->round_pending(); }
@@ -117,6 +131,7 @@ class Runtime {
   static inline std::atomic<int> last_elastic_rank_{-1};
   engine::HandleTable handles_;
   engine::TimelineSlot timeline_;
+  engine::WorldAbort abort_;      // before sets_: engines call abort() until they stop
   engine::ProcessSetTable sets_;  // declared after what the engines use: stopped first
 
   std::mutex process_set_mu_;     // one add/remove at a time (ids follow call order)

@@ -82,6 +82,7 @@ def _declare(name, restype, *argtypes):
 hvd_init = _declare("hvd_init", _int)
 hvd_shutdown = _declare("hvd_shutdown", _int)
 hvd_is_initialized = _declare("hvd_is_initialized", _int)
+hvd_abort = _declare("hvd_abort", _int, ctypes.c_char_p)
 hvd_rank = _declare("hvd_rank", _int)
 hvd_size = _declare("hvd_size", _int)
 hvd_local_rank = _declare("hvd_local_rank", _int)

@@ -66,6 +66,23 @@ void SetEngine::stop(Status reason) {
   if (thread_.joinable()) thread_.join();
 }
 
+void SetEngine::abort(Status reason) {
+  if (reason.is_ok()) reason = common::aborted("aborted (no reason given)");
+  {
+    std::lock_guard lock(reason_mu_);
+    if (!abort_reason_.is_ok()) return;  // the first reason wins
+    abort_reason_ = reason;
+  }
+  queue_.close(reason);        // later enqueues fail at once
+  transport_->abort(reason);   // a blocked exchange or op returns at once
+  queue_.interrupt();          // a sleeping engine wakes and fails what it holds
+}
+
+Status SetEngine::abort_reason() const {
+  std::lock_guard lock(reason_mu_);
+  return abort_reason_;
+}
+
 void SetEngine::complete(Entry& entry, Status status, OpOutput output) {
   queue_.finish(entry);  // first: a waiter may reuse the name at once
   handles_.complete(entry.handle, std::move(status), std::move(output));
@@ -105,6 +122,10 @@ void SetEngine::cycle_loop(std::vector<Entry>& drained, CyclePlan& plan) {
   Clock::time_point last_end = last_start;
   for (;;) {
     sleep_until_next_cycle(last_start, last_end);
+    if (Status aborted = abort_reason(); !aborted.is_ok()) {
+      fail_everything(aborted, plan);  // no exchange: the world is gone
+      return;
+    }
     last_start = Clock::now();
     const bool stopping = stop_requested_.load();
     drained.clear();
@@ -128,9 +149,7 @@ void SetEngine::cycle_loop(std::vector<Entry>& drained, CyclePlan& plan) {
         controller_.busy() && handles_.waited_pending(options_.process_set_id) > 0;
     Status s = controller_.negotiate(stopping, blocked, plan);
     if (!s.is_ok()) {
-      spdlog::error("{}: negotiation failed, failing every op: {}",
-                    set_name(options_.process_set_id), s.message());
-      fail_everything(s, plan);
+      fail_transport("negotiation", s, plan);
       return;
     }
     if (plan.shutdown_rank >= 0) {
@@ -172,9 +191,7 @@ void SetEngine::cycle_loop(std::vector<Entry>& drained, CyclePlan& plan) {
       }
       s = execute(plan, timeline.get());
       if (!s.is_ok()) {
-        spdlog::error("{}: transport failed, failing every op: {}",
-                      set_name(options_.process_set_id), s.message());
-        fail_everything(s, plan);
+        fail_transport("transport", s, plan);
         return;
       }
       controller_.finish(plan);
@@ -271,6 +288,21 @@ void SetEngine::fail_everything(const Status& status, CyclePlan& plan) {
   controller_.take_all(left);
   queue_.drain(left);
   for (Entry& e : left) complete(e, status);
+}
+
+void SetEngine::fail_transport(const char* what, const Status& status, CyclePlan& plan) {
+  Status aborted = abort_reason();
+  if (!aborted.is_ok()) {
+    spdlog::debug("{}: {} ended by the abort: {}", set_name(options_.process_set_id), what,
+                  status.message());
+    fail_everything(aborted, plan);
+    return;
+  }
+  spdlog::error("{}: {} failed, failing every op: {}", set_name(options_.process_set_id), what,
+                status.message());
+  // First: the other sets' blocked calls end now, not at their timeout.
+  if (options_.on_transport_failure) options_.on_transport_failure(status);
+  fail_everything(status, plan);
 }
 
 }  // namespace hvd::runtime::engine

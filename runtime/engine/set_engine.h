@@ -10,14 +10,20 @@
 // the exchanges of ranks that wait for it.
 //
 // Failures: a transport error fails every pending and later op of the set
-// with that Status (the transport stays failed). stop() is collective: the
-// rank sets the shutdown flag in its next exchange, and every member's
-// engine fails its pending ops and ends in that same cycle.
+// with that Status (the transport stays failed) and is reported to
+// on_transport_failure (the runtime then aborts every other set: the world
+// is broken). abort() (any thread) aborts the transport: a blocked call
+// returns at once and the engine fails every pending and later op with the
+// abort's reason, with no exchange. stop() is collective: the rank sets the
+// shutdown flag in its next exchange, and every member's engine fails its
+// pending ops and ends in that same cycle; after an abort it only joins the
+// thread.
 #pragma once
 
 #include <array>
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -47,6 +53,9 @@ struct SetEngineOptions {
   std::chrono::seconds stall_shutdown{0};
   std::chrono::seconds no_progress{10};      // 0: never (see no_progress.h)
   std::chrono::milliseconds idle_wake{100};  // longest sleep of an idle engine
+  // Called on the engine thread with the Status of a failed exchange or
+  // transport call (not after abort()); may call abort() on any engine.
+  std::function<void(const common::Status&)> on_transport_failure;
 };
 
 class SetEngine {
@@ -68,6 +77,12 @@ class SetEngine {
   // still pending here fail with `reason`. Later enqueues fail with it too.
   void stop(common::Status reason);
 
+  // Fails the set now, from any thread, for `reason` (the first reason
+  // wins): the transport is aborted (a blocked call returns at once), later
+  // enqueues fail with `reason`, and the engine thread fails every pending
+  // op with it and ends without another exchange. Never waits for peers.
+  void abort(common::Status reason);
+
   const SetEngineOptions& options() const { return options_; }
   EngineStats stats() const { return counters_.snapshot(); }
 
@@ -79,6 +94,10 @@ class SetEngine {
   void finish_response(Response& r, Timeline* timeline);
   void complete(Entry& entry, common::Status status, OpOutput output = {});
   void fail_everything(const common::Status& status, CyclePlan& plan);
+  // A failed exchange or transport call: fails everything with the abort's
+  // reason when there was one, else with `status` after reporting it.
+  void fail_transport(const char* what, const common::Status& status, CyclePlan& plan);
+  common::Status abort_reason() const;
   std::string row(const std::string& name) const { return prefix_ + name; }
 
   SetEngineOptions options_;
@@ -93,8 +112,9 @@ class SetEngine {
 
   std::atomic<bool> stop_requested_{false};
   std::mutex join_mu_;    // one stop() at a time
-  std::mutex reason_mu_;  // guards stop_reason_ (read by the engine thread)
+  mutable std::mutex reason_mu_;  // guards stop_reason_ and abort_reason_
   common::Status stop_reason_;
+  common::Status abort_reason_;   // OK until abort()
 
   // Engine-thread scratch, reused every cycle.
   std::vector<FusionItem> items_;

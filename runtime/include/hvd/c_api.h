@@ -53,6 +53,14 @@ HVD_EXPORT int hvd_init(void);
 /* Tears down the transport and leaves the job; init() may be called again. */
 HVD_EXPORT int hvd_shutdown(void);
 HVD_EXPORT int hvd_is_initialized(void);
+/* Fails the current world now, from any thread, without waiting for peers
+ * (elastic recovery: the world changed or broke). Every pending op, and
+ * every later one, fails promptly with HVD_ERR_ABORTED and the message
+ * "hvd was aborted on rank R: <reason>" (reason NULL or "": "no reason
+ * given"). Idempotent: the first reason wins. hvd_shutdown() afterwards
+ * takes no collective step; hvd_init() then joins a new world. Returns
+ * HVD_OK, also when hvd is not initialized (nothing to abort). */
+HVD_EXPORT int hvd_abort(const char* reason);
 
 /* -1 when not initialized. In an elastic job (hvdrun --min-np/--max-np)
  * rank, size and the layout may change at every hvd_init(): each is the
