@@ -3,12 +3,14 @@
 #include <utility>
 
 #include "transports/gloo/factory.h"
+#include "transports/shm/factory.h"
 
 namespace hvd::transports {
 
 TransportRegistry TransportRegistry::with_builtins() {
   TransportRegistry registry;
   gloo::register_transport(registry);
+  shm::register_transport(registry);
   return registry;
 }
 

@@ -28,6 +28,10 @@ struct TransportContext {
   std::string key_prefix;            // unique per world (job epoch, process set)
   std::string bind_address = "127.0.0.1";  // local address to listen on
   std::chrono::milliseconds timeout{30000};
+  // Ranks of this world on this rank's host, when the caller knows them (0:
+  // unknown). A transport that needs every rank on one host (shm) refuses at
+  // once when it is below `size`, and otherwise checks through the store.
+  int local_size = 0;
 };
 
 using TransportFactory =

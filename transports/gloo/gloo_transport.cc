@@ -28,8 +28,9 @@
 
 #include "transports/argument_checks.h"
 #include "transports/gloo/factory.h"
-#include "transports/gloo/reduce_functions.h"
+#include "transports/gloo/pair_abort.h"
 #include "transports/gloo/store_adapter.h"
+#include "transports/reduce_functions.h"
 
 namespace hvd::transports::gloo {
 
@@ -267,11 +268,13 @@ void GlooTransport::abort(Status reason) {
   }
   spdlog::warn("{}", message);
   shut_down_sockets();
+  // What the sockets' end does not reach: messages in progress (pair_abort.h).
+  fail_pairs(*context_, message);
 }
 
 Status GlooTransport::allreduce(Buffer data, DataType type, ReduceOp op) {
   HVD_RETURN_IF_ERROR(check_allreduce(data, type));
-  auto fn = reduce_function(type, op);
+  auto fn = reduce_function(kName, type, op);
   if (!fn.is_ok()) return fn.status();
   if (data.size == 0) return failure();  // nothing to move on any rank
   return run("allreduce", [&] {
@@ -348,7 +351,7 @@ Status GlooTransport::reducescatter(ConstBuffer in, Buffer out,
                                     std::span<const int64_t> recv_counts, DataType type,
                                     ReduceOp op) {
   HVD_RETURN_IF_ERROR(check_reducescatter(in, out, recv_counts, type, rank_, size_));
-  auto fn = reduce_function(type, op);
+  auto fn = reduce_function(kName, type, op);
   if (!fn.is_ok()) return fn.status();
   if (total(recv_counts) == 0) return failure();  // recv_counts agree on every rank
   // Chunk r of every rank's input goes to rank r, which reduces the size_

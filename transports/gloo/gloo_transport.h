@@ -15,10 +15,11 @@
 // thread does fail every pending operation of a pair whose socket reaches
 // end of file, so the transport keeps its own descriptor of each pair's
 // socket (found by the pair's address once connected) and abort() shuts
-// them down. Limit: a receive or send already in the middle of a message
-// when the socket goes (a peer that stopped mid-message) is not among those
-// gloo fails; it still ends at the transport timeout, as it does today when
-// a peer dies mid-message.
+// them down. A receive or send already in the middle of a message when the
+// socket goes (a peer that stopped mid-message) is not among those gloo
+// fails: abort() then fails those too (fail_pairs, pair_abort.h). A peer
+// that dies mid-message without an abort here still ends the call only at
+// the transport timeout.
 #pragma once
 
 #include <gloo/context.h>

@@ -8,15 +8,15 @@
 
 #include "common/half.h"
 
-#include "transports/gloo/reduce_functions.h"
+#include "transports/reduce_functions.h"
 
-namespace hvd::transports::gloo {
+namespace hvd::transports {
 
 using common::DataType;
 using common::ReduceOp;
 
 TEST_CASE("reduce functions: integer overflow wraps", "[reduce]") {
-  auto sum = reduce_function(DataType::kInt32, ReduceOp::kSum);
+  auto sum = reduce_function("gloo", DataType::kInt32, ReduceOp::kSum);
   REQUIRE(sum.is_ok());
   int32_t a[] = {std::numeric_limits<int32_t>::max(), -5};
   int32_t b[] = {1, 3};
@@ -24,7 +24,7 @@ TEST_CASE("reduce functions: integer overflow wraps", "[reduce]") {
   CHECK(a[0] == std::numeric_limits<int32_t>::min());
   CHECK(a[1] == -2);
 
-  auto product = reduce_function(DataType::kInt16, ReduceOp::kProduct);
+  auto product = reduce_function("gloo", DataType::kInt16, ReduceOp::kProduct);
   REQUIRE(product.is_ok());
   int16_t x[] = {-300, 7};
   int16_t y[] = {300, -3};
@@ -39,11 +39,11 @@ TEST_CASE("reduce functions: bool min/product are AND, max/sum are OR", "[reduce
   uint8_t b[] = {0, 3, 0, 1};
   uint8_t out[4] = {};
   for (ReduceOp op : {ReduceOp::kMin, ReduceOp::kProduct}) {
-    reduce_function(DataType::kBool, op).value()(out, a, b, 4);
+    reduce_function("gloo", DataType::kBool, op).value()(out, a, b, 4);
     CHECK(std::vector<uint8_t>(out, out + 4) == std::vector<uint8_t>{0, 0, 0, 1});
   }
   for (ReduceOp op : {ReduceOp::kMax, ReduceOp::kSum}) {
-    reduce_function(DataType::kBool, op).value()(out, a, b, 4);
+    reduce_function("gloo", DataType::kBool, op).value()(out, a, b, 4);
     CHECK(std::vector<uint8_t>(out, out + 4) == std::vector<uint8_t>{0, 1, 1, 1});
   }
 }
@@ -52,10 +52,10 @@ TEST_CASE("reduce functions: float min and max", "[reduce]") {
   double a[] = {1.5, -2.0};
   double b[] = {-1.0, 3.25};
   double out[2] = {};
-  reduce_function(DataType::kFloat64, ReduceOp::kMin).value()(out, a, b, 2);
+  reduce_function("gloo", DataType::kFloat64, ReduceOp::kMin).value()(out, a, b, 2);
   CHECK(out[0] == -1.0);
   CHECK(out[1] == -2.0);
-  reduce_function(DataType::kFloat64, ReduceOp::kMax).value()(out, a, b, 2);
+  reduce_function("gloo", DataType::kFloat64, ReduceOp::kMax).value()(out, a, b, 2);
   CHECK(out[0] == 1.5);
   CHECK(out[1] == 3.25);
 }
@@ -79,7 +79,7 @@ TEST_CASE("reduce functions: float16 and bfloat16 reduce through float", "[reduc
     for (float v : xs) a.push_back(c.from(v));
     for (float v : ys) b.push_back(c.from(v));
     auto run = [&](ReduceOp op) {
-      auto fn = reduce_function(c.type, op);
+      auto fn = reduce_function("gloo", c.type, op);
       REQUIRE(fn.is_ok());
       std::vector<uint16_t> out(a.size());
       fn.value()(out.data(), a.data(), b.data(), a.size());
@@ -94,14 +94,14 @@ TEST_CASE("reduce functions: float16 and bfloat16 reduce through float", "[reduc
 
     // In place (out aliases a), as gloo calls it.
     std::vector<uint16_t> acc = a;
-    reduce_function(c.type, ReduceOp::kSum).value()(acc.data(), acc.data(), b.data(), acc.size());
+    reduce_function("gloo", c.type, ReduceOp::kSum).value()(acc.data(), acc.data(), b.data(), acc.size());
     CHECK(c.to(acc[0]) == 3.5f);
     CHECK(c.to(acc[3]) == 6.0f);
   }
 }
 
 TEST_CASE("reduce functions: float16 rounds to nearest even, overflows to infinity", "[reduce]") {
-  auto sum = reduce_function(DataType::kFloat16, ReduceOp::kSum).value();
+  auto sum = reduce_function("gloo", DataType::kFloat16, ReduceOp::kSum).value();
   // 2048 + 1 is halfway between 2048 and 2050: ties to even (2048); 2050 + 1 -> 2052.
   uint16_t a[] = {0x6800 /* 2048 */, 0x6801 /* 2050 */, 0x7bff /* 65504 */, 0x0001 /* 2^-24 */};
   uint16_t b[] = {0x3c00 /* 1 */, 0x3c00, 0x7bff, 0x0001};
@@ -112,7 +112,7 @@ TEST_CASE("reduce functions: float16 rounds to nearest even, overflows to infini
   CHECK(out[2] == 0x7c00);  // +inf
   CHECK(out[3] == 0x0002);  // subnormals add exactly
 
-  auto bsum = reduce_function(DataType::kBFloat16, ReduceOp::kSum).value();
+  auto bsum = reduce_function("gloo", DataType::kBFloat16, ReduceOp::kSum).value();
   // bfloat16 has 8 significant bits: 256 + 1 ties to 256, 258 + 1 to 260.
   uint16_t c[] = {common::float_to_bfloat16(256.0f), common::float_to_bfloat16(258.0f)};
   uint16_t d[] = {common::float_to_bfloat16(1.0f), common::float_to_bfloat16(1.0f)};
@@ -131,11 +131,11 @@ TEST_CASE("reduce functions: float16 rounds to nearest even, overflows to infini
 
 TEST_CASE("reduce functions: what gloo cannot reduce", "[reduce]") {
   for (DataType type : {DataType::kInt8, DataType::kFloat16, DataType::kBFloat16, DataType::kBool}) {
-    auto average = reduce_function(type, ReduceOp::kAverage);
+    auto average = reduce_function("gloo", type, ReduceOp::kAverage);
     REQUIRE_FALSE(average.is_ok());
     CHECK(average.status().to_string() == "InvalidArgument: the gloo transport has no average reduction for " +
                                               std::string(common::data_type_name(type)));
   }
 }
 
-}  // namespace hvd::transports::gloo
+}  // namespace hvd::transports

@@ -3,9 +3,13 @@
 // transport_conformance_test.cc).
 #include <catch2/catch.hpp>
 
+#include <sys/socket.h>
+
 #include <atomic>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <filesystem>
 #include <future>
 #include <mutex>
 #include <string>
@@ -310,6 +314,65 @@ TEST_CASE("abort: destroying an aborted transport returns at once", "[transport]
       p.push_back("destroying the aborted transport took " + std::to_string(ms_between(start, Clock::now())) +
                   " ms");
     }
+  }));
+}
+
+namespace {
+
+// Paces every connected socket of this process to `bytes_per_second`
+// (SO_MAX_PACING_RATE, TCP's own pacing): a peer that sends this slowly
+// leaves the receiver in the middle of a message for seconds, as a peer that
+// stops halfway through does. The number of sockets paced.
+int pace_every_socket(unsigned bytes_per_second) {
+  int paced = 0;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::string name = entry.path().filename().string();
+    int fd = -1;
+    if (std::from_chars(name.data(), name.data() + name.size(), fd).ec != std::errc()) continue;
+    sockaddr_storage peer{};
+    socklen_t length = sizeof(peer);
+    if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &length) != 0) continue;
+    if (setsockopt(fd, SOL_SOCKET, SO_MAX_PACING_RATE, &bytes_per_second,
+                   sizeof(bytes_per_second)) == 0) {
+      ++paced;
+    }
+  }
+  return paced;
+}
+
+}  // namespace
+
+// gloo's tcp pairs fail their pending operations when their socket goes,
+// but not the message being read or written (transports/gloo/pair_abort.h):
+// without pair_abort these calls ended only at the transport timeout.
+TEST_CASE("abort: gloo calls in the middle of a message return at once", "[transport][abort]") {
+  RankOptions options = abort_options(2);
+  options.transport = "gloo";               // the gap is gloo's tcp pairs'
+  options.timeout = std::chrono::milliseconds(8000);  // what a miss would wait for
+  std::string op = GENERATE(as<std::string>{}, "broadcast", "allreduce");
+  CAPTURE(op);
+  Connected connected(2);
+  Connected paced(2);
+  require_no_problems(run_ranks(options, [&](int rank, std::unique_ptr<Transport>& t, Problems& p) {
+    connected.arrive_and_wait(p);
+    // 1 MB/s: 16 MiB take 16 s, so both ranks are mid-message when they abort.
+    if (rank == 0 && pace_every_socket(1'000'000) < 2) p.push_back("could not pace the sockets");
+    paced.arrive_and_wait(p);
+    std::vector<float> data(4 << 20, 1.0f);
+    Buffer buffer{data.data(), data.size() * sizeof(float)};
+    const std::string reason = "mid-message abort on rank " + std::to_string(rank);
+    DelayedAbort aborter(*t, std::chrono::milliseconds(300), common::aborted(reason));
+    Status s = op == "broadcast" ? t->broadcast(buffer, 1)
+                                 : t->allreduce(buffer, DataType::kFloat32, ReduceOp::kSum);
+    auto returned = Clock::now();
+    auto aborted_at = aborter.join();
+    if (s.is_ok()) p.push_back("the " + op + " succeeded: the sockets were not slow enough");
+    if (returned - aborted_at > std::chrono::seconds(1)) {
+      p.push_back("the " + op + " returned " + std::to_string(ms_between(aborted_at, returned)) +
+                  " ms after the abort: " + s.to_string());
+    }
+    if (s.code() == StatusCode::kAborted) expect_aborted(s, StatusCode::kAborted, reason, rank, 2, op, p);
+    expect_fails_at_once(*t, t->barrier(), p);
   }));
 }
 

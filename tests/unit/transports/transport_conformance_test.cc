@@ -1,5 +1,5 @@
 // One conformance suite for every CPU transport in the registry, at world
-// sizes 1 to 4, ranks as threads over an in-process key-value store.
+// sizes 1 to 4 (8 too on shm), ranks as threads over an in-process key-value store.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -28,6 +28,7 @@ using testing::RankOptions;
 using testing::run_ranks;
 using testing::require_no_problems;
 using testing::transport_under_test;
+using testing::world_sizes;
 
 // Element i of rank r's input for `op`, small enough that reducing up to four
 // ranks fits every type (int8 included) exactly.
@@ -159,7 +160,7 @@ void check_every_numeric_type(Transport& t, ReduceOp op, size_t n, Problems& pro
 TEST_CASE("allreduce: every type and op", "[transport]") {
   RankOptions options;
   options.transport = transport_under_test();
-  options.size = GENERATE(1, 2, 3, 4);
+  options.size = GENERATE_COPY(from_range(world_sizes(options.transport)));
   CAPTURE(options.transport, options.size);
   require_no_problems(run_ranks(options, [](int, std::unique_ptr<Transport>& t, Problems& p) {
     for (ReduceOp op : kOps) {
@@ -176,7 +177,7 @@ TEST_CASE("allreduce: every type and op", "[transport]") {
 TEST_CASE("allreduce: float16 and bfloat16, every op", "[transport]") {
   RankOptions options;
   options.transport = transport_under_test();
-  options.size = GENERATE(1, 2, 3, 4);
+  options.size = GENERATE_COPY(from_range(world_sizes(options.transport)));
   CAPTURE(options.transport, options.size);
   require_no_problems(run_ranks(options, [](int, std::unique_ptr<Transport>& t, Problems& p) {
     for (DataType type : {DataType::kFloat16, DataType::kBFloat16}) {
@@ -190,13 +191,13 @@ TEST_CASE("allreduce: float16 and bfloat16, every op", "[transport]") {
 TEST_CASE("allreduce: average is refused without failing the transport", "[transport]") {
   RankOptions options;
   options.transport = transport_under_test();
-  options.size = GENERATE(1, 2, 3, 4);
+  options.size = GENERATE_COPY(from_range(world_sizes(options.transport)));
   CAPTURE(options.transport, options.size);
-  require_no_problems(run_ranks(options, [](int, std::unique_ptr<Transport>& t, Problems& p) {
+  require_no_problems(run_ranks(options, [&options](int, std::unique_ptr<Transport>& t, Problems& p) {
     std::vector<uint16_t> halves(8, 0x3c00);
     for (DataType type : {DataType::kFloat16, DataType::kBFloat16}) {
       Status s = t->allreduce({halves.data(), halves.size() * 2}, type, ReduceOp::kAverage);
-      std::string expected = "the gloo transport has no average reduction for " +
+      std::string expected = "the " + options.transport + " transport has no average reduction for " +
                              std::string(common::data_type_name(type));
       if (s.code() != StatusCode::kInvalidArgument || s.message() != expected) {
         p.push_back("average allreduce gave '" + s.to_string() + "'");
@@ -209,7 +210,7 @@ TEST_CASE("allreduce: average is refused without failing the transport", "[trans
 TEST_CASE("allgatherv: uneven counts, one of them zero", "[transport]") {
   RankOptions options;
   options.transport = transport_under_test();
-  options.size = GENERATE(1, 2, 3, 4);
+  options.size = GENERATE_COPY(from_range(world_sizes(options.transport)));
   CAPTURE(options.transport, options.size);
   require_no_problems(run_ranks(options, [](int rank, std::unique_ptr<Transport>& t, Problems& p) {
     auto byte = [](int r, size_t i) { return static_cast<uint8_t>(r * 31 + static_cast<int>(i)); };
@@ -240,7 +241,7 @@ TEST_CASE("allgatherv: uneven counts, one of them zero", "[transport]") {
 TEST_CASE("broadcast: from every root", "[transport]") {
   RankOptions options;
   options.transport = transport_under_test();
-  options.size = GENERATE(1, 2, 3, 4);
+  options.size = GENERATE_COPY(from_range(world_sizes(options.transport)));
   CAPTURE(options.transport, options.size);
   require_no_problems(run_ranks(options, [](int rank, std::unique_ptr<Transport>& t, Problems& p) {
     for (int root = 0; root < t->size(); ++root) {
@@ -265,7 +266,7 @@ TEST_CASE("broadcast: from every root", "[transport]") {
 TEST_CASE("alltoallv: uneven counts, some zero", "[transport]") {
   RankOptions options;
   options.transport = transport_under_test();
-  options.size = GENERATE(1, 2, 3, 4);
+  options.size = GENERATE_COPY(from_range(world_sizes(options.transport)));
   CAPTURE(options.transport, options.size);
   require_no_problems(run_ranks(options, [](int rank, std::unique_ptr<Transport>& t, Problems& p) {
     int size = t->size();
@@ -302,7 +303,7 @@ TEST_CASE("alltoallv: uneven counts, some zero", "[transport]") {
 TEST_CASE("reducescatter: uneven counts, one of them zero", "[transport]") {
   RankOptions options;
   options.transport = transport_under_test();
-  options.size = GENERATE(1, 2, 3, 4);
+  options.size = GENERATE_COPY(from_range(world_sizes(options.transport)));
   CAPTURE(options.transport, options.size);
   require_no_problems(run_ranks(options, [](int rank, std::unique_ptr<Transport>& t, Problems& p) {
     int size = t->size();
@@ -363,7 +364,7 @@ TEST_CASE("reducescatter: uneven counts, one of them zero", "[transport]") {
 TEST_CASE("barrier: nobody leaves before everybody arrived", "[transport]") {
   RankOptions options;
   options.transport = transport_under_test();
-  options.size = GENERATE(1, 2, 3, 4);
+  options.size = GENERATE_COPY(from_range(world_sizes(options.transport)));
   CAPTURE(options.transport, options.size);
   std::atomic<int> arrived{0};
   require_no_problems(run_ranks(options, [&](int rank, std::unique_ptr<Transport>& t, Problems& p) {

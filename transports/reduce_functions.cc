@@ -1,4 +1,4 @@
-#include "transports/gloo/reduce_functions.h"
+#include "transports/reduce_functions.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -7,7 +7,7 @@
 
 #include "common/half.h"
 
-namespace hvd::transports::gloo {
+namespace hvd::transports {
 
 namespace {
 
@@ -137,7 +137,8 @@ ReduceFunction boolean(ReduceOp op) {
 
 }  // namespace
 
-common::Result<ReduceFunction> reduce_function(DataType type, ReduceOp op) {
+common::Result<ReduceFunction> reduce_function(std::string_view transport, DataType type,
+                                               ReduceOp op) {
   ReduceFunction fn = nullptr;
   switch (type) {
     case DataType::kUInt8: fn = numeric<uint8_t>(op); break;
@@ -156,11 +157,11 @@ common::Result<ReduceFunction> reduce_function(DataType type, ReduceOp op) {
       break;
   }
   if (fn == nullptr) {
-    return common::invalid_argument("the gloo transport has no " +
+    return common::invalid_argument("the " + std::string(transport) + " transport has no " +
                                     std::string(common::reduce_op_name(op)) + " reduction for " +
                                     std::string(common::data_type_name(type)));
   }
   return fn;
 }
 
-}  // namespace hvd::transports::gloo
+}  // namespace hvd::transports

@@ -1,0 +1,15 @@
+#include "transports/shm/factory.h"
+
+#include "transports/shm/shm_transport.h"
+
+namespace hvd::transports::shm {
+
+Result<std::unique_ptr<Transport>> create(const TransportContext& context) {
+  return ShmTransport::connect(context);
+}
+
+void register_transport(TransportRegistry& registry) {
+  registry.add(kName, DeviceKind::kCpu, &create);
+}
+
+}  // namespace hvd::transports::shm

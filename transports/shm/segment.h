@@ -1,0 +1,90 @@
+// The shared-memory segment of one shm transport world (one job round,
+// process set and host): its layout and its mapping.
+//
+// Layout (every part aligned to a page):
+//   SegmentHeader                 sizes, the attach count, the wake-up bell
+//   RankSlot[size]                per rank: pid, state, progress counters
+//   data[size][2]                 per rank, two halves (rounds alternate
+//                                 between them): staging (what this rank
+//                                 offers its peers) then result (the slice
+//                                 it reduced, in an allreduce)
+// Every shared word is read and written through std::atomic_ref. The
+// creator zero-fills the segment (ftruncate) and writes the header; `magic`
+// last, so an attacher that sees it sees the rest.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "common/status.h"
+
+namespace hvd::transports::shm {
+
+inline constexpr uint64_t kSegmentMagic = 0x316d68732d647668;  // "hvd-shm1", little-endian
+inline constexpr uint32_t kSegmentVersion = 1;
+
+struct alignas(64) SegmentHeader {
+  uint64_t magic;
+  uint32_t version;
+  int32_t size;            // ranks
+  uint64_t staging_bytes;  // per rank and half
+  uint64_t result_bytes;   // per rank and half
+  uint64_t total_bytes;
+  alignas(64) uint32_t attached;  // ranks attached so far; size + 1 once the name is removed
+  alignas(64) uint32_t bell;      // bumped and futex-woken when something moves and someone sleeps
+  uint32_t sleepers;              // waiters asleep (or about to be) on `bell`
+};
+
+enum SlotState : uint32_t { kSlotEmpty = 0, kSlotAttached = 1, kSlotLeft = 2 };
+
+// One rank's words. Counters hold "rounds done + 1" and only grow; each on
+// its own cache line (one writer, many readers).
+struct alignas(64) RankSlot {
+  int32_t pid;
+  uint32_t state;          // SlotState
+  uint64_t pid_namespace;  // inode of /proc/self/ns/pid: pids mean something only within one
+  int32_t blamed;          // when it left on a peer's account: that peer + 1 (0: none)
+  int32_t left_code;       // and the common::StatusCode it failed with
+  alignas(64) uint64_t posted;    // this rank staged its data for the round
+  alignas(64) uint64_t reduced;   // this rank's reduced slice of the round is in its result area
+  alignas(64) uint64_t consumed;  // this rank read everything it needed from the round
+  alignas(64) uint64_t meta[2];   // per half: a small value offered with the data (alltoallv rounds)
+};
+
+class Segment {
+ public:
+  // Creates, sizes, maps and initialises a new segment (never an existing
+  // one: O_EXCL). kUnavailable naming the size when /dev/shm has no room.
+  static common::Result<Segment> create(const std::string& name, int size, size_t staging_bytes);
+  // Maps the segment `name` made by create() for a world of `size`.
+  static common::Result<Segment> attach(const std::string& name, int size);
+  // Removes the name (mappings stay valid); a missing name is fine.
+  static void unlink(const std::string& name);
+
+  Segment(Segment&& other) noexcept;
+  Segment& operator=(Segment&& other) = delete;
+  Segment(const Segment&) = delete;
+  ~Segment();
+
+  SegmentHeader& header() const { return *static_cast<SegmentHeader*>(base_); }
+  RankSlot& slot(int rank) const;
+  std::byte* staging(int rank, int half) const;
+  std::byte* result(int rank, int half) const;
+  int size() const { return size_; }
+  size_t staging_bytes() const { return staging_bytes_; }
+  size_t result_bytes() const { return result_bytes_; }
+
+ private:
+  Segment(void* base, size_t bytes, int size, size_t data_offset, size_t staging_bytes,
+          size_t result_bytes);
+
+  void* base_;
+  size_t bytes_;
+  int size_;
+  size_t data_offset_;
+  size_t staging_bytes_;
+  size_t result_bytes_;
+};
+
+}  // namespace hvd::transports::shm

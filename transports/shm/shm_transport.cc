@@ -1,0 +1,142 @@
+#include "transports/shm/shm_transport.h"
+
+#include <spdlog/spdlog.h>
+
+#include <string>
+
+#include "transports/argument_checks.h"
+#include "transports/reduce_functions.h"
+#include "transports/shm/factory.h"
+#include "transports/shm/rendezvous.h"
+
+namespace hvd::transports::shm {
+
+namespace {
+
+using common::StatusCode;
+
+std::string where(int rank, int size) {
+  return "rank " + std::to_string(rank) + " of " + std::to_string(size);
+}
+
+std::byte* bytes(void* data) { return static_cast<std::byte*>(data); }
+const std::byte* bytes(const void* data) { return static_cast<const std::byte*>(data); }
+
+}  // namespace
+
+ShmTransport::ShmTransport(int rank, int size, std::chrono::milliseconds timeout, Segment segment)
+    : rank_(rank),
+      size_(size),
+      segment_(std::move(segment)),
+      waiter_(segment_, rank, timeout),
+      collectives_(segment_, waiter_, rank) {}
+
+ShmTransport::~ShmTransport() { waiter_.leave(); }
+
+Result<std::unique_ptr<Transport>> ShmTransport::connect(const TransportContext& ctx) {
+  if (ctx.size < 1 || ctx.rank < 0 || ctx.rank >= ctx.size) {
+    return common::invalid_argument("shm transport: rank " + std::to_string(ctx.rank) +
+                                    " is not a rank of a world of size " + std::to_string(ctx.size));
+  }
+  if (ctx.size > 1 && ctx.store == nullptr) {
+    return common::invalid_argument("shm transport: a world of size " + std::to_string(ctx.size) +
+                                    " needs a rendezvous store");
+  }
+  if (ctx.timeout.count() <= 0) {
+    return common::invalid_argument("shm transport: the timeout must be positive");
+  }
+  auto segment = join_segment(ctx, kStagingBytes);
+  if (!segment.is_ok()) return segment.status();
+  spdlog::debug("shm transport: {} attached (key prefix '{}', {} MiB segment)", where(ctx.rank, ctx.size),
+                ctx.key_prefix, segment.value().header().total_bytes >> 20);
+  return std::unique_ptr<Transport>(
+      new ShmTransport(ctx.rank, ctx.size, ctx.timeout, std::move(segment).value()));
+}
+
+std::string_view ShmTransport::name() const { return kName; }
+
+template <typename Body>
+Status ShmTransport::run(std::string_view op, Body&& body) {
+  HVD_RETURN_IF_ERROR(failure());
+  Status s = body();
+  if (s.is_ok()) return s;
+  if (waiter_.interrupted()) return failure();  // the abort's Status
+  return fail(Status(s.code(), "shm " + std::string(op) + " failed on " + where(rank_, size_) + ": " +
+                                   s.message()));
+}
+
+Status ShmTransport::failure() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return failure_;
+}
+
+Status ShmTransport::fail(Status error) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!failure_.is_ok()) return failure_;
+    failure_ = error;
+  }
+  spdlog::error("{}", error.message());
+  waiter_.leave(error.code());
+  return error;
+}
+
+void ShmTransport::abort(Status reason) {
+  std::string message = "the shm transport on " + where(rank_, size_) + " was aborted: " +
+                        (reason.is_ok() ? std::string("no reason given") : reason.message());
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (aborted_) return;  // the first reason wins
+    if (!failure_.is_ok()) message += " (it had already failed: " + failure_.message() + ")";
+    failure_ = Status(reason.is_ok() ? StatusCode::kAborted : reason.code(), message);
+    aborted_ = true;
+  }
+  spdlog::warn("{}", message);
+  waiter_.interrupt();
+  waiter_.leave();
+}
+
+Status ShmTransport::allreduce(Buffer data, DataType type, ReduceOp op) {
+  HVD_RETURN_IF_ERROR(check_allreduce(data, type));
+  auto fn = reduce_function(kName, type, op);
+  if (!fn.is_ok()) return fn.status();
+  return run("allreduce", [&] {
+    return collectives_.allreduce(bytes(data.data), data.size, common::data_type_size(type), fn.value(),
+                                  type == DataType::kBool);
+  });
+}
+
+Status ShmTransport::allgatherv(ConstBuffer in, Buffer out, std::span<const int64_t> counts) {
+  HVD_RETURN_IF_ERROR(check_allgatherv(in, out, counts, rank_, size_));
+  return run("allgatherv", [&] { return collectives_.allgatherv(bytes(in.data), bytes(out.data), counts); });
+}
+
+Status ShmTransport::broadcast(Buffer data, int root) {
+  HVD_RETURN_IF_ERROR(check_broadcast(data, root, size_));
+  return run("broadcast", [&] { return collectives_.broadcast(bytes(data.data), data.size, root); });
+}
+
+Status ShmTransport::alltoallv(ConstBuffer in, std::span<const int64_t> send_counts, Buffer out,
+                               std::span<const int64_t> recv_counts) {
+  HVD_RETURN_IF_ERROR(check_alltoallv(in, send_counts, out, recv_counts, rank_, size_));
+  return run("alltoallv", [&] {
+    return collectives_.alltoallv(bytes(in.data), send_counts, bytes(out.data), recv_counts);
+  });
+}
+
+Status ShmTransport::reducescatter(ConstBuffer in, Buffer out, std::span<const int64_t> recv_counts,
+                                   DataType type, ReduceOp op) {
+  HVD_RETURN_IF_ERROR(check_reducescatter(in, out, recv_counts, type, rank_, size_));
+  auto fn = reduce_function(kName, type, op);
+  if (!fn.is_ok()) return fn.status();
+  return run("reducescatter", [&] {
+    return collectives_.reducescatter(bytes(in.data), bytes(out.data), recv_counts,
+                                      common::data_type_size(type), fn.value(), type == DataType::kBool);
+  });
+}
+
+Status ShmTransport::barrier() {
+  return run("barrier", [&] { return collectives_.barrier(); });
+}
+
+}  // namespace hvd::transports::shm
