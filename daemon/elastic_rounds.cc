@@ -21,8 +21,12 @@ std::string slot_list(const std::vector<int>& slots) {
 
 }  // namespace
 
-ElasticRounds::ElasticRounds(int initial_size, int min_size)
-    : initial_size_(initial_size), min_size_(std::max(1, min_size)) {}
+ElasticRounds::ElasticRounds(int initial_size, int min_size, MembershipEvents* events)
+    : initial_size_(initial_size), min_size_(std::max(1, min_size)), events_(events) {}
+
+bool ElasticRounds::member_locked(int slot) const {
+  return std::find(members_.begin(), members_.end(), slot) != members_.end();
+}
 
 bool ElasticRounds::ready_locked() const {
   if (round_ < 0) return static_cast<int>(joining_.size()) >= initial_size_;
@@ -43,9 +47,7 @@ std::vector<int> ElasticRounds::missing_locked() const {
 
 void ElasticRounds::form_locked() {
   std::vector<Joiner> order = joining_;
-  auto member = [&](const Joiner& j) {
-    return j.prev_rank >= 0 && std::find(members_.begin(), members_.end(), j.slot) != members_.end();
-  };
+  auto member = [&](const Joiner& j) { return j.prev_rank >= 0 && member_locked(j.slot); };
   std::stable_sort(order.begin(), order.end(), [&](const Joiner& a, const Joiner& b) {
     const bool ma = member(a), mb = member(b);
     if (ma != mb) return ma;  // the members first, the oldest worker rank 0
@@ -97,7 +99,16 @@ common::Result<common::JoinResult> ElasticRounds::join(int slot, int prev_rank,
   }
   joining_.push_back({slot, prev_rank, host, arrivals_++});
   const int64_t target = round_ + 1;
-  if (ready_locked()) form_locked();
+  if (ready_locked()) {
+    form_locked();
+  } else if (events_ != nullptr && round_ >= 0 && !(prev_rank >= 0 && member_locked(slot))) {
+    // A newcomer waits while a round runs: its members should let it in.
+    MembershipChange added;
+    added.round = round_;
+    added.hosts = {host};
+    added.slots = {slot};
+    events_->publish(std::move(added));
+  }
   auto withdraw = [&] {
     std::erase_if(joining_, [&](const Joiner& j) { return j.slot == slot; });
   };
@@ -131,19 +142,31 @@ common::Result<common::JoinResult> ElasticRounds::join(int slot, int prev_rank,
   return worlds_.at(slot);
 }
 
-void ElasticRounds::lost(int slot) {
+void ElasticRounds::lost(int slot) { lost(std::vector<int>{slot}); }
+
+ElasticRounds::Removal ElasticRounds::lost(const std::vector<int>& slots) {
   std::lock_guard lock(mu_);
-  if (std::find(members_.begin(), members_.end(), slot) == members_.end()) return;
-  lost_.insert(slot);
-  if (!joining_.empty() && ready_locked()) form_locked();
+  Removal removal{round_, {}};
+  for (int slot : slots) {
+    if (!member_locked(slot)) continue;
+    lost_.insert(slot);
+    removal.members.push_back(slot);
+  }
+  if (!removal.members.empty() && !joining_.empty() && ready_locked()) form_locked();
+  return removal;
 }
 
-bool ElasticRounds::pending(int slot) const {
+std::optional<MembershipChange> ElasticRounds::waiting(int slot) const {
   std::lock_guard lock(mu_);
-  if (joining_.empty() || lost_.count(slot) != 0) return false;
-  if (std::find(members_.begin(), members_.end(), slot) == members_.end()) return false;
-  return std::none_of(joining_.begin(), joining_.end(),
-                      [&](const Joiner& j) { return j.slot == slot; });
+  if (joining_.empty() || lost_.count(slot) != 0 || !member_locked(slot)) return std::nullopt;
+  MembershipChange added;
+  added.round = round_;
+  for (const Joiner& j : joining_) {
+    if (j.slot == slot) return std::nullopt;  // it has rejoined already
+    added.hosts.push_back(j.host);
+    added.slots.push_back(j.slot);
+  }
+  return added;
 }
 
 int64_t ElasticRounds::round() const {

@@ -5,8 +5,8 @@
 // lost()) and at least `min_size` workers have; the first round when
 // `initial_size` workers have. Newcomers (a worker that was in no round:
 // prev_rank -1) that have joined by then are in it too; one that comes
-// later waits for the next round, and pending() tells the members so that
-// they reset (HostsUpdatedInterrupt) and let it in. Ranks: the members in
+// later waits for the next round: an ADDED event (daemon/membership_events.h)
+// tells the members so that they reset (HostsUpdatedInterrupt) and let it in. Ranks: the members in
 // the order of their previous ranks, then the newcomers in arrival order,
 // so the oldest worker is rank 0; local ranks by host in rank order, cross
 // ranks from those (Horovod's definitions).
@@ -18,18 +18,22 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
 #include "common/join_result.h"
 #include "common/status.h"
+#include "daemon/membership_events.h"
 
 namespace hvd::daemon {
 
 class ElasticRounds {
  public:
-  ElasticRounds(int initial_size, int min_size);
+  // `events` (may be null; must outlive this) gets an ADDED event whenever
+  // a newcomer waits for a round after the first.
+  ElasticRounds(int initial_size, int min_size, MembershipEvents* events = nullptr);
 
   // Waits (up to `timeout`, or until `cancelled`) for the round this join
   // belongs to; the worker's world in it. kTimeout names the slots still
@@ -39,9 +43,17 @@ class ElasticRounds {
                                           const std::function<bool()>& cancelled);
   // The worker of `slot` died: the forming round no longer waits for it.
   void lost(int slot);
-  // True when a worker waits to join while `slot` is a member of the
-  // current round: the members should leave and rejoin.
-  bool pending(int slot) const;
+  // lost() for each of `slots`: the current round and those of `slots`
+  // that were its members (the round may form at once without them).
+  struct Removal {
+    int64_t round = -1;
+    std::vector<int> members;
+  };
+  Removal lost(const std::vector<int>& slots);
+  // When workers wait to join while `slot` is a member of the current round
+  // that has not rejoined yet (the members should leave and rejoin): an
+  // ADDED change naming them; nullopt otherwise.
+  std::optional<MembershipChange> waiting(int slot) const;
   int64_t round() const;
   void close();
 
@@ -52,12 +64,14 @@ class ElasticRounds {
     std::string host;
     int64_t order = 0;
   };
+  bool member_locked(int slot) const;
   bool ready_locked() const;
   void form_locked();
   std::vector<int> missing_locked() const;
 
   const int initial_size_;
   const int min_size_;
+  MembershipEvents* const events_;
   mutable std::mutex mu_;
   std::condition_variable changed_;
   int64_t round_ = -1;              // the last round formed

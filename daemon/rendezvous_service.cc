@@ -1,5 +1,6 @@
 #include "daemon/rendezvous_service.h"
 
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -19,6 +20,8 @@ constexpr milliseconds kDefaultWait{30'000};
 constexpr milliseconds kMaxWait{3'600'000};
 constexpr size_t kMaxKeys = 1024;
 constexpr size_t kMaxKeyBytes = 4096;
+// How often a Watch stream with nothing to write checks for cancellation.
+constexpr milliseconds kCancelPoll{100};
 
 // min(requested, the call's deadline), 30 s when not positive, at most 1 h.
 milliseconds wait_budget(const grpc::ServerContext& ctx, int64_t timeout_ms) {
@@ -59,19 +62,61 @@ grpc::Status check_keys(const google::protobuf::RepeatedPtrField<std::string>& k
   return grpc::Status::OK;
 }
 
+hvd::v1::MembershipEvent to_proto(const MembershipChange& change) {
+  hvd::v1::MembershipEvent event;
+  event.set_sequence(change.sequence);
+  event.set_round(change.round);
+  event.set_kind(change.kind == MembershipChange::Kind::kAdded ? hvd::v1::MembershipEvent::ADDED
+                                                               : hvd::v1::MembershipEvent::REMOVED);
+  for (const auto& host : change.hosts) event.add_hosts(host);
+  for (int slot : change.slots) event.add_slots(slot);
+  for (int slot : change.member_slots) event.add_member_slots(slot);
+  return event;
+}
+
 }  // namespace
 
 RendezvousService::RendezvousService(std::string job_token, int world_size)
     : token_(std::move(job_token)), membership_(world_size), liveness_(world_size) {}
 
 void RendezvousService::enable_elastic(int min_size) {
-  rounds_ = std::make_unique<ElasticRounds>(membership_.size(), min_size);
+  rounds_ = std::make_unique<ElasticRounds>(membership_.size(), min_size, &events_);
 }
 
 void RendezvousService::close() {
   membership_.close();
   if (rounds_) rounds_->close();
   store_.close();
+  events_.close();
+}
+
+void RendezvousService::hosts_changed(std::vector<std::string> added_hosts,
+                                      std::vector<std::string> removed_hosts,
+                                      std::vector<int> removed_slots) {
+  if (!added_hosts.empty()) {
+    MembershipChange added;
+    added.round = rounds_ ? rounds_->round() : membership_.epoch();
+    added.hosts = std::move(added_hosts);
+    const int64_t seq = events_.publish(added);
+    spdlog::info("rendezvous: host(s) added: {} (event {})", fmt::join(added.hosts, ", "), seq);
+  }
+  if (removed_hosts.empty() && removed_slots.empty()) return;
+  MembershipChange removed;
+  removed.kind = MembershipChange::Kind::kRemoved;
+  if (rounds_) {
+    auto removal = rounds_->lost(removed_slots);
+    removed.round = removal.round;
+    removed.member_slots = std::move(removal.members);
+  } else {
+    removed.round = membership_.epoch();
+    removed.member_slots = removed_slots;  // every slot is a member of a fixed-size job
+  }
+  for (int slot : removed_slots) liveness_.left(slot);
+  removed.hosts = std::move(removed_hosts);
+  removed.slots = std::move(removed_slots);
+  const int64_t seq = events_.publish(removed);
+  spdlog::info("rendezvous: host(s) removed: {} with slot(s) {} (event {})",
+               fmt::join(removed.hosts, ", "), fmt::join(removed.slots, ", "), seq);
 }
 
 grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::JoinRequest* req,
@@ -187,8 +232,32 @@ grpc::Status RendezvousService::Heartbeat(grpc::ServerContext* ctx,
     liveness_.beat(req->rank(), std::chrono::steady_clock::now());
   }
   reply->set_epoch(rounds_ ? rounds_->round() : membership_.epoch());
-  reply->set_round_pending(rounds_ != nullptr && rounds_->pending(req->rank()));
   return grpc::Status::OK;
+}
+
+grpc::Status RendezvousService::Watch(grpc::ServerContext* ctx,
+                                      const hvd::v1::MembershipWatchRequest* req,
+                                      grpc::ServerWriter<hvd::v1::MembershipEvent>* writer) {
+  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Watch");
+  if (!auth.ok()) return auth;
+  auto subscription = events_.subscribe();
+  // What it must know already: a worker that waits to join its round.
+  if (rounds_) {
+    if (auto waiting = rounds_->waiting(req->slot())) subscription->deliver(std::move(*waiting));
+  }
+  spdlog::debug("rendezvous: slot {} of round {} watches membership from {}", req->slot(),
+                req->round(), ctx->peer());
+  while (!ctx->IsCancelled()) {
+    auto change = subscription->next(kCancelPoll);
+    if (!change) {
+      if (subscription->closed()) return {grpc::StatusCode::CANCELLED, "the rendezvous is closing"};
+      continue;
+    }
+    // Changes of an earlier round are part of the watcher's round already.
+    if (change->round < req->round()) continue;
+    if (!writer->Write(to_proto(*change))) break;
+  }
+  return {grpc::StatusCode::CANCELLED, "the watcher went away"};
 }
 
 }  // namespace hvd::daemon

@@ -1,14 +1,18 @@
 // gRPC Rendezvous service of one job: membership barrier plus key-value
-// store. Every call must carry the job token (UNAUTHENTICATED otherwise).
-// Handlers only translate; the state lives in Membership and KvStore.
+// store, heartbeats and the membership watch stream. Every call must carry
+// the job token (UNAUTHENTICATED otherwise). Handlers only translate; the
+// state lives in Membership (or ElasticRounds), Liveness, KvStore and
+// MembershipEvents.
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "daemon/elastic_rounds.h"
 #include "daemon/kv_store.h"
 #include "daemon/liveness.h"
 #include "daemon/membership.h"
+#include "daemon/membership_events.h"
 #include "hvd/v1/rendezvous.grpc.pb.h"
 
 namespace hvd::daemon {
@@ -30,7 +34,28 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service {
   void forget(int rank) { liveness_.left(rank); }
   KvStore& store() { return store_; }
 
-  // Wakes blocked Join and Get calls (kCancelled) so the server can stop.
+  // For hvdrun's launcher: the job's hosts changed (host discovery found
+  // new hosts, or an agent/host was lost). Any thread, any time; returns at
+  // once. Every worker watching (Rendezvous.Watch: elastic workers) gets
+  //  - an ADDED event naming `added_hosts`, when not empty: the members
+  //    reset at their next commit (HostsUpdatedInterrupt) so that workers
+  //    started there can join the next round;
+  //  - a REMOVED event naming `removed_hosts` and `removed_slots` (the slots,
+  //    HVD_RANK, of the workers that ran there), when either is not empty.
+  //    The removed slots are lost() at once: the forming round no longer
+  //    waits for them, liveness stops watching them (no "stopped
+  //    responding" for a host known to be gone), and the workers of the
+  //    current round of which some were members fail their pending
+  //    collectives at once and rejoin without them.
+  // A worker learns that a replacement waits to join without this call
+  // (ElasticRounds publishes it); call it for hosts only.
+  void hosts_changed(std::vector<std::string> added_hosts, std::vector<std::string> removed_hosts,
+                     std::vector<int> removed_slots);
+  // Open Watch streams (tests, diagnostics).
+  size_t watchers() const { return events_.subscribers(); }
+
+  // Wakes blocked Join and Get calls and ends Watch streams (kCancelled) so
+  // the server can stop.
   void close();
 
   grpc::Status Join(grpc::ServerContext* ctx, const hvd::v1::JoinRequest* req,
@@ -47,10 +72,13 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service {
                       hvd::v1::DeleteReply* reply) override;
   grpc::Status Heartbeat(grpc::ServerContext* ctx, const hvd::v1::HeartbeatRequest* req,
                          hvd::v1::HeartbeatReply* reply) override;
+  grpc::Status Watch(grpc::ServerContext* ctx, const hvd::v1::MembershipWatchRequest* req,
+                     grpc::ServerWriter<hvd::v1::MembershipEvent>* writer) override;
 
  private:
   const std::string token_;
   Membership membership_;
+  MembershipEvents events_;                // before rounds_, which publishes to it
   std::unique_ptr<ElasticRounds> rounds_;  // elastic jobs only
   Liveness liveness_;
   KvStore store_;

@@ -278,10 +278,10 @@ int hvd_is_initialized(void) {
 
 int hvd_rank(void) { return query([](const auto& w) { return w.rank; }); }
 
-int hvd_elastic_round_pending(void) {
+int hvd_elastic_host_updates(void) {
   try {
     std::shared_ptr<Runtime> rt = current();
-    return rt && rt->round_pending() ? 1 : 0;
+    return rt ? rt->host_updates() : 0;
   } catch (...) {
     return 0;
   }

@@ -25,12 +25,8 @@ void Heartbeat::run() {
   std::unique_lock lock(mu_);
   while (!stopping_) {
     lock.unlock();
-    auto pending = client_.heartbeat(rank_, epoch_, false, interval_);
-    if (pending.is_ok()) {
-      round_pending_.store(pending.value());
-    } else {
-      spdlog::debug("heartbeat of rank {}: {}", rank_, pending.status().message());
-    }
+    auto s = client_.heartbeat(rank_, epoch_, false, interval_);
+    if (!s.is_ok()) spdlog::debug("heartbeat of rank {}: {}", rank_, s.message());
     lock.lock();
     wake_.wait_for(lock, interval_, [&] { return stopping_; });
   }
@@ -45,7 +41,7 @@ void Heartbeat::stop() {
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();
   auto s = client_.heartbeat(rank_, epoch_, true, interval_);
-  if (!s.is_ok()) spdlog::debug("leaving heartbeat of rank {}: {}", rank_, s.status().message());
+  if (!s.is_ok()) spdlog::debug("leaving heartbeat of rank {}: {}", rank_, s.message());
 }
 
 }  // namespace hvd::runtime

@@ -7,7 +7,6 @@
 // at debug level and retried next interval: the launcher decides.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -31,12 +30,8 @@ class Heartbeat {
   // interval). Idempotent.
   void stop();
 
-  // The service's last word: a new elastic round is pending.
-  bool round_pending() const { return round_pending_.load(); }
-
   // The interval for a liveness timeout: ten beats per timeout, at least
-  // every half second (elastic workers learn of a pending round from the
-  // beat's reply) and at most ten times a second.
+  // every half second and at most ten times a second.
   static std::chrono::milliseconds interval_for(std::chrono::milliseconds timeout);
 
  private:
@@ -49,7 +44,6 @@ class Heartbeat {
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;
-  std::atomic<bool> round_pending_{false};
   std::thread thread_;  // last: starts after everything above exists
 };
 

@@ -141,8 +141,8 @@ Result<bool> RendezvousClient::check_now(const std::vector<std::string>& keys,
   return reply.ready();
 }
 
-Result<bool> RendezvousClient::heartbeat(int rank, int64_t epoch, bool leaving,
-                                         std::chrono::milliseconds timeout) {
+Status RendezvousClient::heartbeat(int rank, int64_t epoch, bool leaving,
+                                   std::chrono::milliseconds timeout) {
   grpc::ClientContext context;
   prepare(context, timeout, /*wait_for_ready=*/false);
   hvd::v1::HeartbeatRequest request;
@@ -152,7 +152,17 @@ Result<bool> RendezvousClient::heartbeat(int rank, int64_t epoch, bool leaving,
   hvd::v1::HeartbeatReply reply;
   grpc::Status status = stub_->Heartbeat(&context, request, &reply);
   if (!status.ok()) return failed(status, "Heartbeat");
-  return reply.round_pending();
+  return Status::ok();
+}
+
+std::unique_ptr<grpc::ClientReader<hvd::v1::MembershipEvent>> RendezvousClient::watch(
+    grpc::ClientContext& context, int slot, int64_t round) {
+  proto::attach_token(context, token_);
+  context.set_wait_for_ready(true);
+  hvd::v1::MembershipWatchRequest request;
+  request.set_slot(slot);
+  request.set_round(round);
+  return stub_->Watch(&context, request);
 }
 
 Result<bool> RendezvousClient::remove(const std::string& key) {

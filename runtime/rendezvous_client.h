@@ -52,8 +52,16 @@ class RendezvousClient final : public common::Store {
 
   // One heartbeat of a joined rank (`leaving`: its last, at shutdown); does
   // not wait for an unreachable service beyond `timeout`.
-  // True when the service says a new round is pending (elastic jobs).
-  Result<bool> heartbeat(int rank, int64_t epoch, bool leaving, std::chrono::milliseconds timeout);
+  Status heartbeat(int rank, int64_t epoch, bool leaving, std::chrono::milliseconds timeout);
+
+  // Opens the membership stream (Rendezvous.Watch) of `slot`, a member of
+  // `round`, on `context` (runtime/membership_watch.h): no deadline; the
+  // caller ends it with context.TryCancel().
+  std::unique_ptr<grpc::ClientReader<hvd::v1::MembershipEvent>> watch(grpc::ClientContext& context,
+                                                                      int slot, int64_t round);
+
+  // A failed call's status, naming the method and the service's address.
+  Status failed(const grpc::Status& status, const char* method) const;
 
   const std::string& address() const { return address_; }
 
@@ -62,7 +70,6 @@ class RendezvousClient final : public common::Store {
   // up (the service may start a moment after the worker) until the deadline.
   void prepare(grpc::ClientContext& context, std::chrono::milliseconds timeout,
                bool wait_for_ready = true) const;
-  Status failed(const grpc::Status& status, const char* method) const;
 
   std::string address_;
   std::string token_;

@@ -106,7 +106,7 @@ Status Runtime::join() {
   // Elastic jobs: HVD_RANK is the slot; the round places the worker after
   // its rank in the last round it was in (its slot the first time, unless
   // it is a replacement: new).
-  const int slot = world_.rank;
+  const int slot = slot_ = world_.rank;
   const int last = last_elastic_rank_.load();
   const int prev_rank = last >= 0 ? last : world_.replacement ? -1 : slot;
   auto joined = rendezvous_->join(slot, world_.size, world_.hostname, getpid(), join_timeout,
@@ -132,12 +132,9 @@ Status Runtime::join() {
   world_.cross_rank = joined->cross_rank;
   world_.cross_size = joined->cross_size;
   const auto liveness = seconds_setting(settings_, "heartbeat_timeout_seconds");
-  if (liveness.count() > 0 || world_.elastic) {
-    // Elastic workers also learn from the beat that a worker waits to join:
-    // they beat ten times a second, so that it is let in soon.
-    const auto interval = world_.elastic ? std::chrono::milliseconds(100)
-                                         : Heartbeat::interval_for(liveness);
-    heartbeat_ = std::make_unique<Heartbeat>(*rendezvous_, slot, epoch_, interval);
+  if (liveness.count() > 0) {
+    heartbeat_ = std::make_unique<Heartbeat>(*rendezvous_, slot, epoch_,
+                                             Heartbeat::interval_for(liveness));
   }
   return Status::ok();
 }
@@ -155,6 +152,12 @@ Status Runtime::start(int64_t generation) {
   global->rank = world_.rank;
   global->engine = make_engine(global->id, global->ranks, global->rank, std::move(cpu).value());
   sets_.add(std::move(global));
+  if (world_.elastic && rendezvous_) {
+    // Membership changes from now on; when members of this round are
+    // removed, its collectives fail at once (the engine exists to hear it).
+    membership_watch_ = std::make_unique<MembershipWatch>(
+        *rendezvous_, slot_, epoch_, [this](const Status& why) { abort(why); });
+  }
 
   if (std::string path = settings_.get("timeline_filename"); !path.empty()) {
     if (generation > 0) path += "." + std::to_string(generation);
@@ -170,6 +173,7 @@ Status Runtime::start(int64_t generation) {
 void Runtime::shutdown() {
   std::lock_guard lock(shutdown_mu_);
   if (shut_down_.exchange(true)) return;
+  if (membership_watch_) membership_watch_->stop();  // no abort() from it from now on
   auto sets = sets_.take_all();
   // Process sets first, the global set last: each stop is collective over
   // the set's members, and every rank stops them in the same order.
@@ -186,7 +190,7 @@ void Runtime::shutdown() {
     foreign_->finish(joined_, started_);
     foreign_.reset();
   }
-  rendezvous_.reset();
+  rendezvous_.reset();  // the stopped watch (kept: host_updates() may read it) no longer uses it
 }
 
 void Runtime::abort(Status reason) {

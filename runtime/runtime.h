@@ -32,6 +32,7 @@
 #include "runtime/engine/timeline_slot.h"
 #include "runtime/engine/world_abort.h"
 #include "runtime/heartbeat.h"
+#include "runtime/membership_watch.h"
 #include "runtime/rendezvous_client.h"
 #include "transports/transport.h"
 
@@ -96,8 +97,10 @@ class Runtime {
   void abort(common::Status reason);
   bool aborted() const { return abort_.aborted(); }
 
-  // Elastic jobs: the rendezvous says a worker waits to join a new round.
-  bool round_pending() const { return heartbeat_ && heartbeat_->round_pending(); }
+  // Elastic jobs: the membership changes (MembershipWatch::kAdded: a worker
+  // waits to join; kRemoved: hosts left) told since the last call; 0 in
+  // other jobs.
+  int host_updates() { return membership_watch_ ? membership_watch_->take_updates() : 0; }
 
   // The counters of a set's engine on this rank (tests, diagnostics).
   Result<engine::EngineStats> stats(int32_t set_id) const;
@@ -121,11 +124,15 @@ class Runtime {
   WorldInfo world_;
   config::Settings settings_;
   int64_t epoch_ = 0;
+  int slot_ = -1;  // with a rendezvous: HVD_RANK (elastic jobs: the slot, not the round's rank)
   std::unique_ptr<ForeignJob> foreign_;           // set when a foreign launcher started us
   bool joined_ = false;                           // start() got through the join
   bool started_ = false;                          // start() completed
   std::unique_ptr<RendezvousClient> rendezvous_;  // null in a world of one without a launcher
   std::unique_ptr<Heartbeat> heartbeat_;          // from the join to shutdown (with a rendezvous)
+  // Elastic jobs: watching from the start of the global set's engine to
+  // shutdown (stopped there; destroyed with the Runtime).
+  std::unique_ptr<MembershipWatch> membership_watch_;
   // Elastic jobs: this process's rank in the last round it joined, across
   // shutdown/init (-1: none yet).
   static inline std::atomic<int> last_elastic_rank_{-1};

@@ -12,9 +12,11 @@ function again. When the set of hosts changed (HostsUpdatedInterrupt) it
 does the same without the rollback.
 
 What re-forms the world around the survivors is the launcher's business:
-hvdrun's elastic mode (docs/elastic.md) replaces a failed worker on its host
-today; host discovery is still being built, so host updates never arrive yet
-(``check_host_updates()`` finds none, on every rank alike).
+hvdrun's elastic mode (docs/elastic.md) replaces a failed worker on its host.
+Host updates come from the rendezvous's membership watch stream, which
+libhvd holds from hvd.init() to hvd.shutdown(): a worker waiting to join
+(a replacement, a new host's worker) is an added host; hosts that hvdrun
+reports lost are removed ones.
 """
 
 import functools
@@ -76,9 +78,7 @@ class State:
         so that all of them raise HostsUpdatedInterrupt together or none."""
         last = prev = self._last_updated_timestamp
         update = HostUpdateResult.no_update
-        if _lib.hvd_elastic_round_pending() == 1:
-            # A worker waits to join (hvdrun's elastic mode): let it in.
-            self.on_hosts_updated(time.time(), HostUpdateResult.added)
+        self._take_host_updates()
         while not self._host_messages.empty():
             timestamp, result = self._host_messages.get()
             if timestamp > last:
@@ -87,6 +87,19 @@ class State:
         prev, self._last_updated_timestamp, update = self._bcast_object((prev, last, update))
         if self._last_updated_timestamp > prev:
             raise HostsUpdatedInterrupt(update == HostUpdateResult.removed)
+
+    def _take_host_updates(self):
+        """The membership changes libhvd's watch stream told of since the
+        last call, queued as host messages (a worker waiting to join is an
+        added host: it is let in at the reset)."""
+        bits = _lib.hvd_elastic_host_updates()
+        update = HostUpdateResult.no_update
+        if bits & _lib.HVD_HOSTS_ADDED:
+            update |= HostUpdateResult.added
+        if bits & _lib.HVD_HOSTS_REMOVED:
+            update |= HostUpdateResult.removed
+        if update:
+            self.on_hosts_updated(time.time(), update)
 
     def sync_root(self):
         """Collective: the rank a sync takes the state from, the same on every

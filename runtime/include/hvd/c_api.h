@@ -71,10 +71,15 @@ HVD_EXPORT int hvd_local_rank(void);
 HVD_EXPORT int hvd_local_size(void);
 HVD_EXPORT int hvd_cross_rank(void);
 HVD_EXPORT int hvd_cross_size(void);
-/* Elastic jobs: 1 when a worker waits to join a new rendezvous round (the
- * members should shut down and init again to let it in), else 0. Answered
- * from the last heartbeat: no call to the rendezvous. */
-HVD_EXPORT int hvd_elastic_round_pending(void);
+/* Elastic jobs: the membership changes the job's rendezvous told of since
+ * the last call (its watch stream), a bit mask: HVD_HOSTS_ADDED (a worker
+ * waits to join a new rendezvous round: the members should shut down and
+ * init again to let it in), HVD_HOSTS_REMOVED (hosts left the job). 0 when
+ * nothing changed, outside elastic jobs and when not initialized. Makes no
+ * call to the rendezvous. */
+#define HVD_HOSTS_ADDED 1
+#define HVD_HOSTS_REMOVED 2
+HVD_EXPORT int hvd_elastic_host_updates(void);
 
 /* In place over `count` elements. */
 HVD_EXPORT int hvd_allreduce(void* data, int64_t count, int dtype, int op);

@@ -28,17 +28,19 @@ JoinResult world(std::future<Result<JoinResult>>& f) {
   return r.value();
 }
 
-// Waits until the forming round shows as pending to `slot`.
-bool wait_pending(const ElasticRounds& e, int slot) {
-  for (int i = 0; i < 500 && !e.pending(slot); ++i) std::this_thread::sleep_for(10ms);
-  return e.pending(slot);
+// Waits until the forming round shows as waiting to `slot`.
+bool wait_waiting(const ElasticRounds& e, int slot) {
+  for (int i = 0; i < 500 && !e.waiting(slot); ++i) std::this_thread::sleep_for(10ms);
+  return e.waiting(slot).has_value();
 }
 
 }  // namespace
 
 TEST_CASE("elastic rounds: shrink when a worker is lost, grow when its replacement joins",
           "[elastic]") {
-  ElasticRounds e(3, 2);
+  MembershipEvents events;
+  auto watcher = events.subscribe();
+  ElasticRounds e(3, 2, &events);
   // Round 0: hvdrun's plan (slots in order), two hosts.
   auto a = join_async(e, 2, 2, "h2");
   auto b = join_async(e, 0, 0, "h1");
@@ -63,12 +65,23 @@ TEST_CASE("elastic rounds: shrink when a worker is lost, grow when its replaceme
   CHECK(w2.rank == 1);
   CHECK(w2.size == 2);
   CHECK(w2.epoch == 1);
-  CHECK_FALSE(e.pending(0));
+  CHECK_FALSE(e.waiting(0));
+  CHECK_FALSE(watcher->next(0ms));  // the members rejoining are no news
 
   // Its replacement (same slot, new: prev -1) waits; the members are told.
   auto n1 = join_async(e, 1, -1, "h1");
-  REQUIRE(wait_pending(e, 0));
-  CHECK(e.pending(2));
+  auto added = watcher->next(5s);
+  REQUIRE(added);
+  CHECK(added->kind == MembershipChange::Kind::kAdded);
+  CHECK(added->round == 1);
+  CHECK(added->hosts == std::vector<std::string>{"h1"});
+  CHECK(added->slots == std::vector<int>{1});
+  REQUIRE(wait_waiting(e, 0));
+  auto waiting = e.waiting(2);
+  REQUIRE(waiting);
+  CHECK(waiting->round == 1);
+  CHECK(waiting->slots == std::vector<int>{1});
+  CHECK_FALSE(e.waiting(1));  // not a member of round 1
   auto r0 = join_async(e, 0, 0, "h1");
   auto r2 = join_async(e, 2, 1, "h2");
   w0 = world(r0);
@@ -79,7 +92,8 @@ TEST_CASE("elastic rounds: shrink when a worker is lost, grow when its replaceme
   CHECK(n.rank == 2);   // the newcomer comes last
   CHECK(n.size == 3);
   CHECK(n.epoch == 2);
-  CHECK_FALSE(e.pending(0));
+  CHECK_FALSE(e.waiting(0));
+  CHECK_FALSE(watcher->next(0ms));
 }
 
 TEST_CASE("elastic rounds: below min-np a round waits, and times out naming the missing",
@@ -109,6 +123,19 @@ TEST_CASE("elastic rounds: below min-np a round waits, and times out naming the 
   f.lost(2);
   CHECK(world(again).size == 2);
   CHECK(world(again2).size == 2);
+}
+
+TEST_CASE("elastic rounds: losing slots says which were members of the round", "[elastic]") {
+  ElasticRounds e(2, 1);
+  auto a = join_async(e, 0, 0, "h");
+  auto b = join_async(e, 1, 1, "h");
+  world(a);
+  world(b);
+  auto removal = e.lost(std::vector<int>{1, 5});
+  CHECK(removal.round == 0);
+  CHECK(removal.members == std::vector<int>{1});
+  auto s0 = join_async(e, 0, 0, "h");  // the round forms without slot 1
+  CHECK(world(s0).size == 1);
 }
 
 }  // namespace hvd::daemon

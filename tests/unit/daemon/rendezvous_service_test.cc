@@ -22,7 +22,9 @@ namespace {
 constexpr char kToken[] = "job-token-for-tests";
 
 struct Rendezvous {
-  explicit Rendezvous(int size) : service(kToken, size) {
+  // elastic_min > 0: an elastic job (rounds of at least that many workers).
+  explicit Rendezvous(int size, int elastic_min = 0) : service(kToken, size) {
+    if (elastic_min > 0) service.enable_elastic(elastic_min);
     auto started = GrpcServer::start("127.0.0.1", 0, {&service});
     REQUIRE(started.is_ok());
     server = std::move(started).value();
@@ -96,6 +98,15 @@ std::vector<grpc::StatusCode> call_every_method(v1::Rendezvous::Stub& stub,
     v1::HeartbeatReply reply;
     codes.push_back(stub.Heartbeat(context(token).get(), req, &reply).error_code());
   }
+  {
+    v1::MembershipWatchRequest req;
+    auto ctx = context(token, 1000ms);
+    auto reader = stub.Watch(ctx.get(), req);
+    v1::MembershipEvent event;
+    while (reader->Read(&event)) {
+    }
+    codes.push_back(reader->Finish().error_code());
+  }
   return codes;
 }
 
@@ -103,7 +114,7 @@ std::vector<grpc::StatusCode> call_every_method(v1::Rendezvous::Stub& stub,
 
 TEST_CASE("Rendezvous refuses every call without the right token") {
   Rendezvous r(2);
-  const std::vector<grpc::StatusCode> refused(7, grpc::StatusCode::UNAUTHENTICATED);
+  const std::vector<grpc::StatusCode> refused(8, grpc::StatusCode::UNAUTHENTICATED);
   CHECK(call_every_method(*r.stub, "") == refused);
   CHECK(call_every_method(*r.stub, "wrong-token") == refused);
   CHECK(r.service.membership().missing_ranks() == std::vector<int>{0, 1});
@@ -322,6 +333,110 @@ TEST_CASE("Rendezvous close wakes a blocked Get with CANCELLED") {
   r.service.close();
   REQUIRE(waiter.wait_for(5s) == std::future_status::ready);
   CHECK(waiter.get() == grpc::StatusCode::CANCELLED);
+}
+
+namespace {
+
+// Joins `slot` (its rank in the last round: prev) to an elastic job.
+std::future<grpc::StatusCode> join_slot(Rendezvous& r, int slot, int prev) {
+  return std::async(std::launch::async, [&r, slot, prev] {
+    v1::JoinRequest req;
+    req.set_rank(slot);
+    req.set_size(2);
+    req.set_prev_rank(prev);
+    req.set_host("h" + std::to_string(slot));
+    req.set_timeout_ms(10000);
+    v1::JoinReply reply;
+    return r.stub->Join(context().get(), req, &reply).error_code();
+  });
+}
+
+void wait_watchers(Rendezvous& r, size_t n) {
+  for (int i = 0; i < 500 && r.service.watchers() != n; ++i) std::this_thread::sleep_for(10ms);
+  REQUIRE(r.service.watchers() == n);
+}
+
+}  // namespace
+
+TEST_CASE("Rendezvous Watch streams host changes; close ends the stream at once") {
+  Rendezvous r(2, 1);
+  auto a = join_slot(r, 0, 0);
+  auto b = join_slot(r, 1, 1);
+  REQUIRE(a.get() == grpc::StatusCode::OK);
+  REQUIRE(b.get() == grpc::StatusCode::OK);
+  v1::MembershipWatchRequest req;
+  req.set_slot(0);
+  req.set_round(0);
+  auto ctx = context(kToken, 30000ms);
+  auto reader = r.stub->Watch(ctx.get(), req);
+  wait_watchers(r, 1);
+
+  r.service.hosts_changed({"h3"}, {}, {});
+  v1::MembershipEvent event;
+  REQUIRE(reader->Read(&event));
+  CHECK(event.kind() == v1::MembershipEvent::ADDED);
+  CHECK(event.round() == 0);
+  CHECK(event.sequence() == 1);
+  REQUIRE(event.hosts_size() == 1);
+  CHECK(event.hosts(0) == "h3");
+
+  r.service.hosts_changed({}, {"h1", "h9"}, {1, 7});
+  REQUIRE(reader->Read(&event));
+  CHECK(event.kind() == v1::MembershipEvent::REMOVED);
+  CHECK(event.sequence() == 2);
+  CHECK(event.hosts_size() == 2);
+  CHECK(std::vector<int>(event.slots().begin(), event.slots().end()) == std::vector<int>{1, 7});
+  CHECK(std::vector<int>(event.member_slots().begin(), event.member_slots().end()) ==
+        std::vector<int>{1});
+  CHECK(r.service.liveness().silent(0ms, std::chrono::steady_clock::now() + 1h) ==
+        std::vector<int>{0});  // slot 1 is no longer watched
+
+  auto closer = std::async(std::launch::async, [&] {
+    std::this_thread::sleep_for(100ms);
+    r.service.close();
+  });
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_FALSE(reader->Read(&event));
+  CHECK(reader->Finish().error_code() == grpc::StatusCode::CANCELLED);
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+  closer.get();
+}
+
+TEST_CASE("Rendezvous Watch tells a member at once that a worker waits to join") {
+  Rendezvous r(2, 1);
+  auto a = join_slot(r, 0, 0);
+  auto b = join_slot(r, 1, 1);
+  REQUIRE(a.get() == grpc::StatusCode::OK);
+  REQUIRE(b.get() == grpc::StatusCode::OK);
+  r.service.lost(1);
+  auto newcomer = join_slot(r, 1, -1);  // waits: slot 0 has not rejoined
+  v1::MembershipWatchRequest req;
+  req.set_slot(0);
+  req.set_round(0);
+  v1::MembershipEvent event;
+  bool told = false;
+  for (int i = 0; i < 50 && !told; ++i) {  // until the newcomer's join reached the service
+    auto ctx = context(kToken, 200ms);
+    auto reader = r.stub->Watch(ctx.get(), req);
+    told = reader->Read(&event);
+    if (told) ctx->TryCancel();
+    reader->Finish();
+  }
+  REQUIRE(told);
+  CHECK(event.kind() == v1::MembershipEvent::ADDED);
+  CHECK(std::vector<int>(event.slots().begin(), event.slots().end()) == std::vector<int>{1});
+  wait_watchers(r, 0);  // the cancelled streams' handlers returned
+
+  // Slot 0 rejoins: the round forms with the newcomer; a watcher of round 1
+  // hears nothing of round 0.
+  auto rejoin = join_slot(r, 0, 0);
+  REQUIRE(rejoin.get() == grpc::StatusCode::OK);
+  REQUIRE(newcomer.get() == grpc::StatusCode::OK);
+  req.set_round(1);
+  auto ctx = context(kToken, 300ms);
+  auto reader = r.stub->Watch(ctx.get(), req);
+  CHECK_FALSE(reader->Read(&event));
+  CHECK(reader->Finish().error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
 }
 
 TEST_CASE("GrpcServer reports the address it listens on and refuses a bad one") {

@@ -17,9 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/grpc_server.h"
-#include "daemon/rendezvous_service.h"
-#include "fake_env.h"
+#include "rendezvous_job.h"
 #include "runtime/rendezvous_client.h"
 #include "runtime/runtime.h"
 
@@ -27,34 +25,11 @@ namespace hvd::runtime {
 
 using common::StatusCode;
 using testing::Env;
+using testing::Job;
+using testing::kToken;
 using testing::lookup_in;
 
 namespace {
-
-const char kToken[] = "0123456789abcdef-job-token";
-
-// One job's rendezvous service on 127.0.0.1, port chosen by the kernel.
-struct Job {
-  explicit Job(int size) : service(kToken, size) {
-    auto started = daemon::GrpcServer::start("127.0.0.1", 0, {&service});
-    REQUIRE(started.is_ok());
-    server = std::move(started).value();
-  }
-  ~Job() {
-    service.close();
-    server->shutdown(std::chrono::milliseconds(100));
-  }
-
-  Env env(int rank, int size) const {
-    return {{"HVD_RANK", std::to_string(rank)},       {"HVD_SIZE", std::to_string(size)},
-            {"HVD_RENDEZVOUS_ADDR", server->address()}, {"HVD_JOB_TOKEN", kToken},
-            {"HVD_HOSTNAME", "testhost"},               {"HVD_START_TIMEOUT", "20"},
-            {"HVD_TRANSPORT_TIMEOUT_SECONDS", "10"}};
-  }
-
-  daemon::RendezvousService service;
-  std::unique_ptr<daemon::GrpcServer> server;
-};
 
 // Runs body(rank) on `size` threads; each returns "" or a problem. A rank
 // that misses the deadline ends the process with status 1 (its thread still
