@@ -43,6 +43,14 @@ constexpr std::array kSettings = {
                 SettingType::kCount, "5",
                 "Seconds without a heartbeat from a joined worker (its process stopped, its host "
                 "hung) before hvdrun declares it dead and ends the job naming it (0: never)"},
+    SettingSpec{"elastic_timeout", "HVD_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT",
+                SettingType::kPositiveInt, "600",
+                "Elastic jobs: seconds the job may have fewer workers than --min-np before it "
+                "fails; also how long a worker waits for a rendezvous round"},
+    SettingSpec{"discovery_interval", "HVD_DISCOVERY_INTERVAL", "", SettingType::kNumber, "1",
+                "Elastic jobs: seconds between two runs of the host discovery script"},
+    SettingSpec{"discovery_timeout", "HVD_DISCOVERY_TIMEOUT", "", SettingType::kPositiveInt,
+                "10", "Elastic jobs: seconds one run of the host discovery script may take"},
     SettingSpec{"terminate_grace", "HVD_TERMINATE_GRACE_SECONDS", "", SettingType::kPositiveInt,
                 "5", "Seconds between SIGTERM and SIGKILL when workers are terminated"},
 };

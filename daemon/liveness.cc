@@ -6,6 +6,8 @@ Liveness::Liveness(int size) : last_(size > 0 ? static_cast<size_t>(size) : 0) {
 
 void Liveness::joined(int rank, Clock::time_point now) {
   std::lock_guard lock(mu_);
+  // Elastic jobs have slots beyond the first world's size.
+  if (rank >= 0 && rank < kMaxRanks && !valid(rank)) last_.resize(static_cast<size_t>(rank) + 1);
   if (valid(rank)) last_[static_cast<size_t>(rank)] = now;
 }
 

@@ -22,7 +22,10 @@ class Liveness {
  public:
   using Clock = std::chrono::steady_clock;
 
+  // Ranks 0..size-1 to begin with; joined() adds higher ones (elastic
+  // slots), below kMaxRanks.
   explicit Liveness(int size);
+  static constexpr int kMaxRanks = 1 << 16;
 
   // The rank's Join returned: watch it, alive now.
   void joined(int rank, Clock::time_point now);

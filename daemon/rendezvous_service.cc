@@ -79,8 +79,9 @@ hvd::v1::MembershipEvent to_proto(const MembershipChange& change) {
 RendezvousService::RendezvousService(std::string job_token, int world_size)
     : token_(std::move(job_token)), membership_(world_size), liveness_(world_size) {}
 
-void RendezvousService::enable_elastic(int min_size) {
+void RendezvousService::enable_elastic(int min_size, int slots) {
   rounds_ = std::make_unique<ElasticRounds>(membership_.size(), min_size, &events_);
+  slots_ = std::max(slots, membership_.size());
 }
 
 void RendezvousService::close() {
@@ -125,6 +126,10 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::Jo
   if (!auth.ok()) return auth;
   common::Placement placement;
   if (req->local_size() > 0) placement = {req->local_rank(), req->local_size()};
+  if (rounds_ && (req->rank() < 0 || req->rank() >= slots_)) {
+    return invalid("slot " + std::to_string(req->rank()) + " is out of range for " +
+                   std::to_string(slots_) + " slots");
+  }
   auto cancelled = [ctx] { return ctx->IsCancelled(); };
   const auto budget = wait_budget(*ctx, req->timeout_ms());
   auto result = rounds_ ? rounds_->join(req->rank(), req->prev_rank(), req->host(), budget,
@@ -222,9 +227,10 @@ grpc::Status RendezvousService::Heartbeat(grpc::ServerContext* ctx,
                                           hvd::v1::HeartbeatReply* reply) {
   auto auth = proto::check_token(*ctx, token_, "Rendezvous.Heartbeat");
   if (!auth.ok()) return auth;
-  if (req->rank() < 0 || req->rank() >= membership_.size()) {
+  const int bound = rounds_ ? slots_ : membership_.size();
+  if (req->rank() < 0 || req->rank() >= bound) {
     return invalid("rank " + std::to_string(req->rank()) + " is out of range for size " +
-                   std::to_string(membership_.size()));
+                   std::to_string(bound));
   }
   if (req->leaving()) {
     liveness_.left(req->rank());

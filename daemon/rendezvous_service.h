@@ -23,8 +23,9 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service {
 
   Membership& membership() { return membership_; }
   // Elastic jobs: joins form ElasticRounds instead of the fixed-size
-  // barrier (call before serving). lost(slot): that worker died.
-  void enable_elastic(int min_size);
+  // barrier (call before serving); workers are known by their slot, below
+  // `slots` (--max-np; at least the world size). lost(slot): that worker died.
+  void enable_elastic(int min_size, int slots = 0);
   bool elastic() const { return rounds_ != nullptr; }
   void lost(int slot) {
     if (rounds_) rounds_->lost(slot);
@@ -80,6 +81,7 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service {
   Membership membership_;
   MembershipEvents events_;                // before rounds_, which publishes to it
   std::unique_ptr<ElasticRounds> rounds_;  // elastic jobs only
+  int slots_ = 0;                          // elastic jobs: HVD_RANK is below it
   Liveness liveness_;
   KvStore store_;
 };

@@ -120,10 +120,9 @@ SplitArgs split_arguments(const CLI::App& app, const std::vector<std::string>& a
     std::string name = is_long ? arg.substr(0, arg.find('=')) : arg.substr(0, 2);
     bool value_attached = is_long ? arg.find('=') != std::string::npos : arg.size() > 2;
     const CLI::Option* opt = app.get_option_no_throw(name);
-    if (opt != nullptr && !value_attached && opt->get_items_expected_min() > 0 &&
-        i + 1 < args.size()) {
-      out.options.push_back(args[++i]);
-    }
+    // Its values (two for --blacklist-cooldown-range LO HI).
+    const int values = opt != nullptr && !value_attached ? opt->get_items_expected_min() : 0;
+    for (int v = 0; v < values && i + 1 < args.size(); ++v) out.options.push_back(args[++i]);
   }
   out.command.assign(args.begin() + static_cast<std::ptrdiff_t>(std::min(i, args.size())),
                      args.end());
@@ -332,7 +331,8 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
                          ": need at least 1 slot");
     }
     auto hosts = run_host_discovery(elastic.discovery_script, elastic.slots_per_host,
-                                    kDiscoveryTimeout);
+                                    std::chrono::seconds(options.settings.get_int(
+                                        "discovery_timeout")));
     if (!hosts.is_ok()) return usage_error(hosts.status().message());
     options.hosts = std::move(hosts).value();
   } else if (hosts_opt->count() > 0) {

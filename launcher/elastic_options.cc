@@ -4,19 +4,24 @@ namespace hvd::launcher {
 
 void add_elastic_options(CLI::App& app, ElasticArgs& args) {
   args.min_np_opt = app.add_option("--min-np", args.min_np,
-                                   "Elastic job: fewest workers (today: at most -np; failed "
-                                   "workers are replaced on their host)")
+                                   "Elastic job: fewest workers (at most -np)")
                         ->type_name("N");
   args.max_np_opt =
-      app.add_option("--max-np", args.max_np, "Elastic job: most workers (today: at least -np)")
+      app.add_option("--max-np", args.max_np, "Elastic job: most workers (at least -np)")
           ->type_name("N");
-  args.reset_limit_opt = app.add_option("--reset-limit", args.reset_limit,
-                                        "Elastic job: most worker replacements (default 10)")
-                             ->type_name("N");
+  args.reset_limit_opt =
+      app.add_option("--reset-limit", args.reset_limit,
+                     "Elastic job: most resets (failed workers or lost hosts; default 10)")
+          ->type_name("N");
   app.add_option("--host-discovery-script", args.discovery_script,
                  "Elastic job: a program printing the usable hosts, one host[:slots] a line "
-                 "(today run once, at start)")
+                 "(run every --discovery-interval)")
       ->type_name("FILE");
+  args.cooldown_opt = app.add_option("--blacklist-cooldown-range", args.cooldown_range,
+                                     "Elastic job: seconds a failing host is blacklisted, "
+                                     "doubling from LO up to HI (default 10 300)")
+                          ->type_name("LO HI")
+                          ->expected(2);
   args.slots_per_host_opt =
       app.add_option("--slots-per-host", args.slots_per_host,
                      "Slots of a discovered host printed without slots (default 1)")
@@ -39,6 +44,20 @@ common::Result<ElasticOptions> resolve_elastic(const ElasticArgs& args, int np) 
   if (args.slots_per_host < 1) {
     return common::invalid_argument("--slots-per-host " + std::to_string(args.slots_per_host) +
                                     ": need at least 1 slot");
+  }
+  if (args.cooldown_opt != nullptr && args.cooldown_opt->count() > 0) {
+    const int lo = args.cooldown_range.at(0), hi = args.cooldown_range.at(1);
+    if (lo < 1 || hi < lo) {
+      return common::invalid_argument("--blacklist-cooldown-range " + std::to_string(lo) + " " +
+                                      std::to_string(hi) +
+                                      ": need 1 <= LO <= HI (seconds)");
+    }
+    if (!out.enabled) {
+      return common::invalid_argument(
+          "--blacklist-cooldown-range needs an elastic job (--min-np/--max-np)");
+    }
+    out.cooldown_low = lo;
+    out.cooldown_high = hi;
   }
   out.min_np = min_given ? args.min_np : np;
   out.max_np = max_given ? args.max_np : np;

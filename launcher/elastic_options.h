@@ -1,12 +1,12 @@
 // hvdrun's elastic options (docs/elastic.md). A job is elastic when
-// --min-np or --max-np is given. What works today: a worker that fails is
-// replaced on its own host (the survivors recover in place through
-// hvd.elastic.run), at most --reset-limit times. Host discovery, shrinking
-// below -np and growing above it are still being built: --min-np and
-// --max-np must bracket -np, and the job is kept at -np.
+// --min-np, --max-np or --host-discovery-script is given; it starts at -np
+// workers (--min-np <= -np <= --max-np) and then lives between --min-np and
+// --max-np (launcher/elastic/elastic_machine.h). The timeouts and the
+// discovery interval are settings (config/settings_table.cc).
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -21,6 +21,8 @@ struct ElasticOptions {
   int reset_limit = 10;  // replacements over the whole job (Horovod: no limit)
   std::string discovery_script;  // --host-discovery-script: the hosts (launcher/host_discovery.h)
   int slots_per_host = 1;        // for discovered hosts printed without slots
+  int cooldown_low = 10;         // --blacklist-cooldown-range LO HI, seconds
+  int cooldown_high = 300;
 };
 
 // The flags as CLI11 fills them in.
@@ -30,7 +32,9 @@ struct ElasticArgs {
   int reset_limit = 0;
   std::string discovery_script;
   int slots_per_host = 1;
+  std::vector<int> cooldown_range;
   CLI::Option* min_np_opt = nullptr;
+  CLI::Option* cooldown_opt = nullptr;
   CLI::Option* max_np_opt = nullptr;
   CLI::Option* reset_limit_opt = nullptr;
   CLI::Option* slots_per_host_opt = nullptr;

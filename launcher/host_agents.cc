@@ -44,14 +44,15 @@ common::Result<std::unique_ptr<HostAgents>> HostAgents::start(
     std::vector<AgentTarget> targets, const std::optional<RemoteCredentials>& remote,
     int local_slots) {
   std::unique_ptr<HostAgents> agents(new HostAgents(std::move(targets)));
+  agents->remote_ = remote;
+  agents->extra_jobs_.resize(agents->targets_.size());
   for (AgentTarget& target : agents->targets_) {
     if (!target.local) {
       if (!remote) {
         return common::invalid_argument("host " + target.host +
                                         " is remote but no agent credentials were given");
       }
-      agents->clients_.push_back(
-          std::make_unique<AgentClient>(target.address, remote->secret, remote->channel));
+      agents->clients_.push_back(agents->make_client(target));
       continue;
     }
     if (agents->embedded_server_) {
@@ -67,9 +68,43 @@ common::Result<std::unique_ptr<HostAgents>> HostAgents::start(
     }
     agents->embedded_server_ = std::move(server).value();
     target.address = agents->embedded_server_->address();
-    agents->clients_.push_back(std::make_unique<AgentClient>(target.address, *secret));
+    agents->embedded_secret_ = *secret;
+    agents->clients_.push_back(agents->make_client(target));
   }
   return agents;
+}
+
+std::unique_ptr<AgentClient> HostAgents::make_client(const AgentTarget& target) const {
+  if (target.local) return std::make_unique<AgentClient>(target.address, embedded_secret_);
+  return std::make_unique<AgentClient>(target.address, remote_->secret, remote_->channel);
+}
+
+common::Result<size_t> HostAgents::add_remote(AgentTarget target) {
+  if (!remote_) {
+    return common::invalid_argument("host " + target.host +
+                                    " is remote but no agent credentials were given "
+                                    "(--secret-file)");
+  }
+  target.local = false;
+  clients_.push_back(make_client(target));
+  targets_.push_back(std::move(target));
+  extra_jobs_.emplace_back();
+  return targets_.size() - 1;
+}
+
+void HostAgents::renew(size_t agent) {
+  clients_[agent]->stop_watch();
+  clients_[agent] = make_client(targets_[agent]);
+}
+
+void HostAgents::add_job(size_t agent, const std::string& job_id) {
+  extra_jobs_[agent].push_back(job_id);
+}
+
+std::vector<std::string> HostAgents::jobs(size_t agent, const std::string& job_id) const {
+  std::vector<std::string> out{job_id};
+  out.insert(out.end(), extra_jobs_[agent].begin(), extra_jobs_[agent].end());
+  return out;
 }
 
 common::Status HostAgents::describe_info_failure(size_t agent, const common::Status& status,
@@ -172,7 +207,18 @@ common::Result<int> HostAgents::terminate_all(const std::string& job_id, millise
   std::vector<common::Result<int>> results(size(), 0);
   for_each_agent(size(), [&](size_t i) {
     bool is_lost = i < lost.size() && lost[i];
-    results[i] = clients_[i]->terminate(job_id, grace, is_lost ? lost_timeout : timeout);
+    int sum = 0;
+    for (const std::string& id : jobs(i, job_id)) {
+      auto killed = clients_[i]->terminate(id, grace, is_lost ? lost_timeout : timeout);
+      // An agent that was restarted knows only the ids launched since.
+      if (!killed.is_ok() && killed.status().code() == common::StatusCode::kNotFound) continue;
+      if (!killed.is_ok()) {
+        results[i] = killed.status();
+        return;
+      }
+      sum += *killed;
+    }
+    results[i] = sum;
   });
   int killed = 0;
   for (size_t i = 0; i < size(); ++i) {
@@ -191,7 +237,13 @@ common::Result<int> HostAgents::terminate_all(const std::string& job_id, millise
 common::Status HostAgents::signal_all(const std::string& job_id, int signo,
                                       milliseconds timeout) {
   std::vector<common::Status> results(size());
-  for_each_agent(size(), [&](size_t i) { results[i] = clients_[i]->signal(job_id, signo, timeout); });
+  for_each_agent(size(), [&](size_t i) {
+    for (const std::string& id : jobs(i, job_id)) {
+      results[i] = clients_[i]->signal(id, signo, timeout);
+      if (!results[i].is_ok() && results[i].code() != common::StatusCode::kNotFound) return;
+      results[i] = common::Status::ok();
+    }
+  });
   for (auto& status : results) {
     if (!status.is_ok()) return status;
   }

@@ -68,6 +68,18 @@ class HostAgents {
   // Starts every agent's Watch reader: WatchEnded{status, agent index}.
   void watch_all(const std::string& job_id, EventQueue& queue);
 
+  // Elastic jobs (launcher/job_elastic.cc). A client for the hvd-agent at
+  // `target` (remote; kInvalidArgument without credentials): its index.
+  common::Result<size_t> add_remote(AgentTarget target);
+  // A fresh client for `agent` (its Watch reader is gone: the agent was lost
+  // or its workers all exited), so that a new Watch can be read.
+  void renew(size_t agent);
+  // The job id the agent's next Launch of a new job uses; later
+  // terminate_all/signal_all calls reach that job too.
+  void add_job(size_t agent, const std::string& job_id);
+  // The job ids launched on the agent (the first is the job's own id).
+  std::vector<std::string> jobs(size_t agent, const std::string& job_id) const;
+
   // Terminate on every agent; agents marked in `lost` (may be empty) get
   // `lost_timeout` instead of `timeout`, and their errors are only logged.
   // The process groups that needed SIGKILL, or the first error.
@@ -87,8 +99,13 @@ class HostAgents {
   common::Status describe_info_failure(size_t agent, const common::Status& status,
                                        std::chrono::seconds timeout) const;
 
+  std::unique_ptr<AgentClient> make_client(const AgentTarget& target) const;
+
   std::vector<AgentTarget> targets_;
   std::vector<std::unique_ptr<AgentClient>> clients_;
+  std::optional<RemoteCredentials> remote_;
+  std::string embedded_secret_;
+  std::vector<std::vector<std::string>> extra_jobs_;  // per agent, beyond the job's own id
   std::unique_ptr<daemon::AgentService> embedded_;
   std::unique_ptr<daemon::GrpcServer> embedded_server_;
 };

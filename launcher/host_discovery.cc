@@ -66,7 +66,8 @@ std::string last_line(const std::string& text) {
 
 common::Result<std::vector<HostSlots>> parse_discovery_output(std::string_view text,
                                                               int default_slots,
-                                                              std::string_view script) {
+                                                              std::string_view script,
+                                                              bool need_hosts) {
   std::vector<HostSlots> hosts;
   std::set<std::string> seen;
   int line_no = 0;
@@ -90,13 +91,16 @@ common::Result<std::vector<HostSlots>> parse_discovery_output(std::string_view t
     if (!seen.insert(host->host).second) return bad("host '" + host->host + "' is listed twice");
     hosts.push_back(std::move(host).value());
   }
-  if (hosts.empty()) return common::invalid_argument(prefix(script) + "printed no hosts");
+  if (hosts.empty() && need_hosts) {
+    return common::invalid_argument(prefix(script) + "printed no hosts");
+  }
   return hosts;
 }
 
 common::Result<std::vector<HostSlots>> run_host_discovery(const std::string& script,
                                                           int default_slots,
-                                                          std::chrono::milliseconds timeout) {
+                                                          std::chrono::milliseconds timeout,
+                                                          bool need_hosts) {
   const Environment env = current_environment();
   daemon::ProcessSpec spec{0, {script}, std::map<std::string, std::string>(env.begin(), env.end()),
                            ""};
@@ -124,7 +128,7 @@ common::Result<std::vector<HostSlots>> run_host_discovery(const std::string& scr
     std::string said = last_line(err);
     return common::invalid_argument(prefix(script) + why + (said.empty() ? "" : ": " + said));
   }
-  return parse_discovery_output(out, default_slots, script);
+  return parse_discovery_output(out, default_slots, script, need_hosts);
 }
 
 }  // namespace hvd::launcher

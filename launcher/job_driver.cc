@@ -5,8 +5,10 @@
 #include <algorithm>
 
 #include "common/logging.h"
+#include "common/overloaded.h"
 #include "daemon/grpc_server.h"
 #include "daemon/rendezvous_service.h"
+#include "launcher/elastic/discovery_poller.h"
 #include "launcher/exit_codes.h"
 #include "launcher/host_agents.h"
 #include "launcher/signal_watcher.h"
@@ -41,13 +43,6 @@ constexpr milliseconds kStartTimeoutSlack{1'000};
 // a plain "exit code 1" (a signal or a specific code), else simply the first.
 constexpr milliseconds kFailureSettle{300};
 
-template <class... Fs>
-struct Overloaded : Fs... {
-  using Fs::operator()...;
-};
-template <class... Fs>
-Overloaded(Fs...) -> Overloaded<Fs...>;
-
 }  // namespace
 
 JobDriver::JobDriver(const LaunchOptions& options, std::vector<RankSlot> plan,
@@ -60,8 +55,11 @@ JobDriver::JobDriver(const LaunchOptions& options, std::vector<RankSlot> plan,
       terminate_grace_(options.settings.get_int("terminate_grace")),
       heartbeat_timeout_(options.settings.get_int("heartbeat_timeout_seconds")),
       sink_(stdout, stderr),
-      exited_(plan_.size(), false),
-      joined_once_(plan_.size(), false) {}
+      exited_(std::max<size_t>(plan_.size(), static_cast<size_t>(options.elastic.max_np)), true),
+      joined_once_(plan_.size(), false) {
+  // Elastic jobs have slots up to --max-np; only the first -np start now.
+  std::fill(exited_.begin(), exited_.begin() + static_cast<std::ptrdiff_t>(plan_.size()), false);
+}
 
 JobDriver::~JobDriver() { shutdown(); }
 
@@ -90,13 +88,14 @@ int JobDriver::supervise() {
     if (settle_deadline_ && (now >= *settle_deadline_ || exited_count_ == np)) report_failure();
     if (!terminating_) track_joins();
     if (!terminating_ && !settle_deadline_) check_start_timeout(now);
-    if (!terminating_ && !settle_deadline_) check_liveness(now);
-    if (!terminating_ && !settle_deadline_ && elastic_finished()) {
-      // The members finished; replacements still waiting to join are not needed.
-      finish(exit_code::kSuccess);
-      begin_terminate();
+    if (!terminating_ && !settle_deadline_) {
+      if (machine_) {
+        elastic_tick(now);
+      } else {
+        check_liveness(now);
+      }
     }
-    if (!terminating_ && !settle_deadline_ && exited_count_ == np) {
+    if (!terminating_ && !settle_deadline_ && !machine_ && exited_count_ == np) {
       // Every worker exited with 0; the streams end after their last output.
       finish(exit_code::kSuccess);
       if (all_watches_ended()) break;
@@ -116,11 +115,12 @@ int JobDriver::supervise() {
     if (settle_deadline_ && *settle_deadline_ < wake) wake = *settle_deadline_;
     std::optional<JobEvent> event = queue_.pop_until(wake);
     if (!event) continue;
-    std::visit(Overloaded{
+    std::visit(common::Overloaded{
                    [&](const WorkerOutput& out) { sink_.write(out.rank, out.is_stderr, out.text); },
                    [&](const WorkerExited& exit) { handle(exit); },
                    [&](const WatchEnded& end) { handle(end); },
                    [&](const SignalReceived& sig) { handle(sig); },
+                   [&](const HostsDiscovered& found) { handle(found); },
                    [&](const TerminateDone& done) {
                      terminate_done_ = true;
                      if (!done.status.is_ok()) {
@@ -140,12 +140,15 @@ void JobDriver::handle(const WorkerExited& exit) {
   }
   exited_[exit.rank] = true;
   ++exited_count_;
-  if (exit.exit_code == 0 && exit.signal == 0) ++succeeded_count_;
   spdlog::debug("rank {} (pid {}) exited: code {} signal {}", exit.rank, exit.pid, exit.exit_code,
                 exit.signal);
   // Once hvdrun is terminating the job, exits are expected: not failures.
-  if (terminating_ || (exit.exit_code == 0 && exit.signal == 0)) return;
-  if (replace(exit)) return;
+  if (terminating_) return;
+  if (machine_) {
+    elastic_exit(exit);
+    return;
+  }
+  if (exit.exit_code == 0 && exit.signal == 0) return;
 
   // A worker whose own rendezvous Join timed out: report the start timeout.
   if (!settle_deadline_) {
@@ -158,20 +161,41 @@ void JobDriver::handle(const WorkerExited& exit) {
   pending_failures_.push_back(exit);
 }
 
+std::vector<int> JobDriver::running_on(size_t agent) const {
+  std::vector<int> running;
+  if (!machine_) {
+    for (int rank : agents_->target(agent).ranks) {
+      if (!exited_[static_cast<size_t>(rank)]) running.push_back(rank);
+    }
+    return running;
+  }
+  for (int slot : machine_->live_slots()) {
+    auto it = host_agent_.find(machine_->host_of(slot));
+    if (it != host_agent_.end() && it->second == agent && !exited_[static_cast<size_t>(slot)]) {
+      running.push_back(slot);
+    }
+  }
+  return running;
+}
+
 void JobDriver::handle(const WatchEnded& end) {
-  const auto agent = static_cast<size_t>(end.agent);
-  if (agent >= watch_ended_.size()) return;
+  // Streams are numbered; an agent's stream is replaced when it gets a new job.
+  const auto stream = static_cast<size_t>(end.agent);
+  if (stream >= stream_agent_.size()) return;
+  const size_t agent = stream_agent_[stream];
+  if (agent_stream_[agent] != stream) return;  // an earlier stream of that agent
   watch_ended_[agent] = true;
   const AgentTarget& target = agents_->target(agent);
-  std::vector<int> running;
-  for (int rank : target.ranks) {
-    if (!exited_[static_cast<size_t>(rank)]) running.push_back(rank);
-  }
+  std::vector<int> running = running_on(agent);
   if (running.empty()) {
     if (!end.status.is_ok() && !terminating_) spdlog::warn("{}", end.status.to_string());
     return;
   }
   agent_lost_[agent] = true;
+  if (machine_ && !terminating_) {
+    elastic_agent_lost(agent, end.status);
+    return;
+  }
   // A failure seen first decides the job; the lost agent still ends it.
   if (settle_deadline_) report_failure();
   if (terminating_) {
@@ -191,8 +215,7 @@ bool JobDriver::all_watches_ended() const {
 }
 
 std::string JobDriver::describe_exit(const WorkerExited& exit) const {
-  std::string who = "rank " + std::to_string(exit.rank) + " on host " +
-                    plan_[static_cast<size_t>(exit.rank)].host;
+  std::string who = "rank " + std::to_string(exit.rank) + " on host " + host_of(exit.rank);
   if (exit.signal != 0) {
     return who + " was killed by signal " + std::to_string(exit.signal) + " (" +
            signal_name(exit.signal) + ")";
@@ -283,10 +306,6 @@ void JobDriver::check_liveness(Clock::time_point now) {
     if (!exited_[static_cast<size_t>(rank)]) silent.push_back(rank);
   }
   if (silent.empty()) return;
-  if (options_.elastic.enabled) {
-    kill_silent(silent);  // their exits are then replaced like any other failure
-    return;
-  }
   std::string who;
   for (int rank : silent) {
     who += (who.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank) + " on host " +
@@ -320,6 +339,7 @@ void JobDriver::begin_terminate() {
 
 void JobDriver::shutdown() {
   const milliseconds grace = terminate_grace_;
+  if (poller_) poller_->stop();
   if (agents_ && launched_ && !terminating_) {
     // Nothing should be left on this path; Terminate makes sure of it (and
     // takes any grandchild still in a worker's process group with it).

@@ -15,8 +15,8 @@
 #include <chrono>
 #include <cstdio>
 #include <memory>
+#include <map>
 #include <optional>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,9 +25,11 @@
 #include "launcher/agent_credentials.h"
 #include "launcher/agent_targets.h"
 #include "launcher/cli.h"
+#include "launcher/elastic/elastic_machine.h"
 #include "launcher/job_events.h"
 #include "launcher/output_sink.h"
 #include "launcher/slot_plan.h"
+#include "launcher/worker_env.h"
 
 namespace hvd::daemon {
 class GrpcServer;
@@ -37,6 +39,9 @@ class RendezvousService;
 namespace hvd::launcher {
 
 class HostAgents;
+namespace elastic {
+class DiscoveryPoller;
+}  // namespace elastic
 
 class JobDriver {
  public:
@@ -59,18 +64,25 @@ class JobDriver {
              const std::vector<std::string>& bind_addresses);
   int supervise();  // the event loop
   void handle(const WorkerExited& exit);
-  // Elastic jobs (job_replace.cc): starts a failed worker again on its host;
-  // true when the exit is dealt with (replaced, or the job ends: reset limit
-  // used up, the replacement could not start).
-  bool replace(const WorkerExited& exit);
-  // Elastic jobs: a worker finished with 0 and every worker still running is
-  // a replacement that never joined a round (the job is done without it).
-  bool elastic_finished();
-  // Elastic jobs: SIGKILL to workers that stopped answering (their exits
-  // come back as events and are replaced).
-  void kill_silent(const std::vector<int>& ranks);
   // "rank R on host H exited with code C" / "was killed by signal N (NAME)".
   std::string describe_exit(const WorkerExited& exit) const;
+  // The environment of the worker in `slot` whose agent binds `bind_address`.
+  Environment worker_env(const RankSlot& slot, const std::string& bind_address) const;
+
+  // Elastic jobs (job_elastic.cc): the state machine gets the events and
+  // its actions are carried out here.
+  void start_elastic();  // after the launch: the machine and the discovery poller
+  void elastic_exit(const WorkerExited& exit);
+  void elastic_agent_lost(size_t agent, const common::Status& why);
+  void elastic_tick(std::chrono::steady_clock::time_point now);  // joins, silence, time
+  void handle(const HostsDiscovered& found);
+  void carry_out(elastic::Actions actions);
+  common::Status start_worker(const elastic::StartWorker& start);
+  // The agent serving `host` (a remote host's agent is added on first use).
+  common::Result<size_t> agent_for(const std::string& host);
+  std::string host_of(int rank) const;
+  // The ranks (elastic: slots) the agent runs that have not exited.
+  std::vector<int> running_on(size_t agent) const;
   // A Watch stream that ends while its agent's ranks still run: agent lost.
   void handle(const WatchEnded& end);
   // The first signal terminates the workers; a second one kills them.
@@ -110,10 +122,22 @@ class JobDriver {
   std::unique_ptr<daemon::GrpcServer> rendezvous_server_;
   std::unique_ptr<HostAgents> agents_;
   bool launched_ = false;  // the agents started the workers
-  std::vector<hvd::v1::LaunchRequest> launched_requests_;  // per agent, for replacements
-  int resets_ = 0;         // replacements started (elastic jobs)
-  int succeeded_count_ = 0;  // workers that exited with 0
-  std::set<int> unjoined_replacements_;  // replacements not seen in a round yet
+
+  // Elastic jobs.
+  std::unique_ptr<elastic::ElasticMachine> machine_;
+  std::unique_ptr<elastic::DiscoveryPoller> poller_;
+  std::map<std::string, size_t> host_agent_;  // host -> its agent
+  std::vector<std::string> agent_bind_;       // per agent: its workers' bind address
+  std::vector<bool> agent_launched_;          // per agent: a job was launched there
+  std::vector<size_t> stream_agent_;          // Watch stream id -> agent
+  std::vector<size_t> agent_stream_;          // agent -> its current stream id
+  std::string last_discovery_error_;
+  // What every worker's environment is built from (set by launch()).
+  std::string job_token_;
+  std::string rendezvous_addr_;
+  std::string cwd_;
+  Environment base_env_;
+  Environment settings_env_;
 
   // Event-loop state (driver thread only).
   std::optional<int> exit_code_;

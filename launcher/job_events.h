@@ -1,7 +1,9 @@
 // Everything the job driver reacts to arrives as a JobEvent on one queue:
 // worker output and exits (from the Watch stream reader), the end of that
 // streams (one per agent), signals to hvdrun (from the signal watcher) and the
-// completion of an asynchronous Terminate of every agent. One driver thread pops; any thread pushes.
+// completion of an asynchronous Terminate of every agent, and in elastic jobs
+// the host discovery script's results. One driver thread pops; any thread
+// pushes.
 #pragma once
 
 #include <chrono>
@@ -12,8 +14,10 @@
 #include <optional>
 #include <string>
 #include <variant>
+#include <vector>
 
 #include "common/status.h"
+#include "launcher/host_spec.h"
 
 namespace hvd::launcher {
 
@@ -44,8 +48,15 @@ struct TerminateDone {
   common::Status status;
 };
 
-using JobEvent =
-    std::variant<WorkerOutput, WorkerExited, WatchEnded, SignalReceived, TerminateDone>;
+// Elastic jobs: one run of the host discovery script (launcher/elastic/
+// discovery_poller.h): its hosts, or why the run failed.
+struct HostsDiscovered {
+  common::Status status;
+  std::vector<HostSlots> hosts;
+};
+
+using JobEvent = std::variant<WorkerOutput, WorkerExited, WatchEnded, SignalReceived,
+                              TerminateDone, HostsDiscovered>;
 
 class EventQueue {
  public:

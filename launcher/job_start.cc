@@ -1,6 +1,7 @@
 // JobDriver's start: reach every agent (Info), plan the network, start the
 // rendezvous service, launch each host's ranks and open the Watch streams.
 // The event loop that follows lives in job_driver.cc.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -43,7 +44,8 @@ int JobDriver::start() {
   const int np = static_cast<int>(plan_.size());
 
   if (!options_.output_dir.empty()) {
-    if (common::Status s = sink_.open_log_dir(options_.output_dir, np); !s.is_ok()) {
+    const int slots = options_.elastic.enabled ? std::max(np, options_.elastic.max_np) : np;
+    if (common::Status s = sink_.open_log_dir(options_.output_dir, slots); !s.is_ok()) {
       error_line(s.message());
       return exit_code::kUsage;
     }
@@ -86,7 +88,9 @@ int JobDriver::start() {
   }
 
   rendezvous_ = std::make_unique<daemon::RendezvousService>(*job_token, np);
-  if (options_.elastic.enabled) rendezvous_->enable_elastic(options_.elastic.min_np);
+  if (options_.elastic.enabled) {
+    rendezvous_->enable_elastic(options_.elastic.min_np, options_.elastic.max_np);
+  }
   auto rendezvous_server =
       daemon::GrpcServer::start(network->listen_host, 0, {rendezvous_.get()});
   if (!rendezvous_server.is_ok()) {
@@ -125,7 +129,6 @@ void JobDriver::print_plan() {
 
 int JobDriver::launch(const std::string& job_token, const std::string& rendezvous_addr,
                       const std::vector<std::string>& bind_addresses) {
-  const int np = static_cast<int>(plan_.size());
   std::vector<std::string> bind_of_rank(plan_.size());
   for (size_t agent = 0; agent < agents_->size(); ++agent) {
     for (int rank : agents_->target(agent).ranks) {
@@ -133,19 +136,14 @@ int JobDriver::launch(const std::string& job_token, const std::string& rendezvou
     }
   }
   std::error_code cwd_error;
-  const std::string cwd = std::filesystem::current_path(cwd_error).string();
-  const Environment base = current_environment();
-  const Environment settings = options_.settings.to_environment();
+  cwd_ = std::filesystem::current_path(cwd_error).string();
+  base_env_ = current_environment();
+  settings_env_ = options_.settings.to_environment();
+  job_token_ = job_token;
+  rendezvous_addr_ = rendezvous_addr;
   std::vector<Environment> envs;
   for (const auto& slot : plan_) {
-    JobContext job{job_id_,
-                   job_token,
-                   rendezvous_addr,
-                   bind_of_rank[static_cast<size_t>(slot.rank)],
-                   np,
-                   options_.network_interfaces};
-    envs.push_back(worker_environment(base, settings, options_.extra_env, slot, job));
-    if (options_.elastic.enabled) envs.back()[common::env::kElastic] = "1";
+    envs.push_back(worker_env(slot, bind_of_rank[static_cast<size_t>(slot.rank)]));
     if (options_.verbose) {
       std::fprintf(stderr, "hvdrun: rank %d environment: %s\n", slot.rank,
                    describe_worker_environment(envs.back(), options_.extra_env).c_str());
@@ -153,9 +151,8 @@ int JobDriver::launch(const std::string& job_token, const std::string& rendezvou
   }
   std::fflush(stderr);
 
-  auto requests = launch_requests(job_id_, agents_->targets(), envs, options_.command, cwd);
+  auto requests = launch_requests(job_id_, agents_->targets(), envs, options_.command, cwd_);
   common::Status launched = agents_->launch_all(requests, kLaunchTimeout, terminate_grace_);
-  if (launched.is_ok()) launched_requests_ = requests;
   if (!launched.is_ok()) {
     // The agent says which command it could not run, and why.
     switch (launched.code()) {
@@ -171,8 +168,30 @@ int JobDriver::launch(const std::string& job_token, const std::string& rendezvou
     }
   }
   launched_ = true;
+  agent_bind_ = bind_addresses;
+  agent_launched_.assign(agents_->size(), true);
+  for (size_t a = 0; a < agents_->size(); ++a) {  // stream i is agent i's first
+    stream_agent_.push_back(a);
+    agent_stream_.push_back(a);
+  }
   agents_->watch_all(job_id_, queue_);
+  if (options_.elastic.enabled) start_elastic();
   return exit_code::kSuccess;
+}
+
+Environment JobDriver::worker_env(const RankSlot& slot, const std::string& bind_address) const {
+  // Elastic jobs: HVD_RANK is the worker's slot, below HVD_SIZE = the
+  // number of slots (--max-np); its world comes from the rendezvous round.
+  const int np = static_cast<int>(plan_.size());
+  JobContext job{job_id_,
+                 job_token_,
+                 rendezvous_addr_,
+                 bind_address,
+                 options_.elastic.enabled ? std::max(np, options_.elastic.max_np) : np,
+                 options_.network_interfaces};
+  Environment env = worker_environment(base_env_, settings_env_, options_.extra_env, slot, job);
+  if (options_.elastic.enabled) env[common::env::kElastic] = "1";
+  return env;
 }
 
 }  // namespace hvd::launcher

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 #include <thread>
@@ -101,6 +102,11 @@ Status Runtime::join() {
   } else {
     rendezvous_ = std::make_unique<RendezvousClient>(
         world_.rendezvous_addr, world_.job_token, seconds_setting(settings_, "transport_timeout"));
+  }
+  if (world_.elastic) {
+    // A round may wait for workers that are still to come (below --min-np)
+    // as long as hvdrun lets the job wait for them.
+    join_timeout = std::max(join_timeout, seconds_setting(settings_, "elastic_timeout"));
   }
   spdlog::debug("joining rank {} of {} at {}", world_.rank, world_.size, world_.rendezvous_addr);
   // Elastic jobs: HVD_RANK is the slot; the round places the worker after

@@ -3,80 +3,40 @@ killed with SIGKILL on its host; the survivors recover in place through
 hvd.elastic.run, going on at the smaller size while the replacement starts,
 and grow back when it joins; training completes with parameters identical on
 every rank and equal to a replay of the committed steps at the sizes they
-ran at. Bad elastic flags are
-usage errors; the reset limit ends a job that keeps failing."""
+ran at. The same holds when a worker raises, when the job grows to
+--max-np, and when host discovery adds and removes hosts. Bad elastic flags
+are usage errors; the reset limit ends a job that keeps failing; a host
+whose workers keep failing is blacklisted for a cooldown; below --min-np
+the job says what is missing and ends at --elastic-timeout."""
 import pathlib
+import random
 import re
 import sys
 
 from conftest import BUILD_DIR, run
+from elastic_replay import STEPS, close_to, committed, finals, replay
 
 SOURCE = pathlib.Path(__file__).resolve().parents[2]
 WORKER = str(SOURCE / "tests" / "integration" / "workers" / "elastic_train.py")
 ENV = {"PYTHONPATH": str(SOURCE / "python"),
        "HVD_LIBRARY": str(BUILD_DIR / "lib" / "libhvd.so"),
        "PYTHONDONTWRITEBYTECODE": "1", "OMP_NUM_THREADS": "1"}
-FINAL = re.compile(r"^\[(\d+)\]<stdout>:final (\d+) (.*)$", re.M)
-COMMIT = re.compile(r"<stdout>:COMMIT (\d+) (\d+)$", re.M)
-STEPS = 40
 
 
-def finals(stdout):
-    return {int(m.group(2)): [float(v) for v in m.group(3).split()] for m in FINAL.finditer(stdout)}
-
-
-def committed(stdout):
-    """{step: world size} of every committed step (all ranks print them)."""
-    sizes = {}
-    for m in COMMIT.finditer(stdout):
-        step, size = int(m.group(1)), int(m.group(2))
-        assert sizes.setdefault(step, size) == size, f"step {step} ran at two sizes"
-    assert sorted(sizes) == list(range(STEPS)), sorted(sizes)
-    return sizes
-
-
-def replay(sizes):
-    """The parameters of the committed steps, recomputed in one process: the
-    gradient of step s averaged over ranks 0..size-1 (their data depends only
-    on rank and step), SGD with momentum as in the worker."""
-    import torch
-    torch.manual_seed(7)
-    model = torch.nn.Linear(4, 1).double()
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
-    for step in range(STEPS):
-        n = sizes[step]
-        grads = [torch.zeros_like(p) for p in model.parameters()]
-        for rank in range(n):
-            g = torch.Generator().manual_seed(1000 * step + rank)
-            x = torch.randn(8, 4, generator=g, dtype=torch.float64)
-            model.zero_grad()
-            torch.nn.functional.mse_loss(model(x), x.sum(dim=1, keepdim=True) * 0.5).backward()
-            for acc, p in zip(grads, model.parameters()):
-                acc += p.grad
-        for acc, p in zip(grads, model.parameters()):
-            p.grad = acc / n
-        opt.step()
-    return torch.cat([p.detach().reshape(-1) for p in model.parameters()]).tolist()
-
-
-def close_to(got, want):
-    return len(got) == len(want) and all(abs(a - b) <= 1e-9 * max(1.0, abs(b))
-                                         for a, b in zip(got, want))
-
-
-def train(hvdrun, tmp_path, victim, kill_at, extra=(), how="kill"):
+def train(hvdrun, tmp_path, victim, kill_at, extra=(), how="kill",
+          np=("-np", "3", "--min-np", "2", "--max-np", "3"), steps=STEPS, env=None):
     marker = tmp_path / f"{how}-{victim}-{kill_at}"
-    return run([hvdrun, "-np", "3", "--min-np", "2", "--max-np", "3",
-                "--heartbeat-timeout-seconds", "2", *extra, sys.executable, WORKER, str(marker),
-                str(victim), str(kill_at), str(STEPS), how, "0.1"], timeout=240, env=ENV)
+    return run([hvdrun, *np, "--heartbeat-timeout-seconds", "2", *extra, sys.executable, WORKER,
+                str(marker), str(victim), str(kill_at), str(steps), how, "0.1"], timeout=240,
+               env={**ENV, **(env or {})})
 
 
-def check_run(r, victim=None):
+def check_run(r, ranks=3, steps=STEPS):
     assert r.returncode == 0, r.stdout + r.stderr
     got = finals(r.stdout)
-    assert sorted(got) == [0, 1, 2], r.stdout  # back at full size
+    assert sorted(got) == list(range(ranks)), r.stdout  # back at full size
     assert all(v == got[0] for v in got.values()), got  # identical on every rank
-    sizes = committed(r.stdout)
+    sizes = committed(r.stdout, steps)
     assert close_to(got[0], replay(sizes)), (got[0], sizes)
     return sizes
 
@@ -92,6 +52,21 @@ def test_killed_worker_is_replaced_and_training_matches(hvdrun, tmp_path):
         assert sizes[3] == 3 and 2 in sizes.values() and sizes[STEPS - 1] == 3, sizes
 
 
+def test_many_random_kills_over_one_run(hvdrun, tmp_path):
+    # Five kill -9s at random ranks and steps (the seed is in the failure
+    # message): each time the survivors go on and the replacement joins;
+    # no committed step is lost and the parameters match the replay.
+    seed = random.randrange(1 << 30)
+    rng = random.Random(seed)
+    steps = sorted(rng.sample(range(2, STEPS - 4), 5))
+    kills = ",".join(f"{rng.randrange(2)}:{s}" for s in steps)  # ranks 0, 1 always exist
+    r = train(hvdrun, tmp_path, -1, 0, env={"ELASTIC_KILLS": kills})
+    assert r.returncode == 0, f"seed {seed} kills {kills}\n{r.stderr}"
+    check_run(r)
+    assert r.stderr.count("was killed by signal 9 (SIGKILL); started a replacement") == 5, \
+        f"seed {seed} kills {kills}\n{r.stderr}"
+
+
 def test_stopped_worker_is_killed_and_replaced(hvdrun, tmp_path):
     # SIGSTOP: the worker's heartbeats stop; in an elastic job hvdrun kills
     # it and replaces it instead of ending the job.
@@ -101,6 +76,92 @@ def test_stopped_worker_is_killed_and_replaced(hvdrun, tmp_path):
             "killing it to replace it") in r.stderr, r.stderr
     assert "rank 2 on host localhost was killed by signal 9 (SIGKILL); started a replacement" \
         in r.stderr, r.stderr
+
+
+def test_worker_that_raises_is_replaced(hvdrun, tmp_path):
+    # An exception out of the training function ends that worker (exit 1),
+    # not the job: it is replaced like a killed one.
+    r = train(hvdrun, tmp_path, 1, 3, how="raise")
+    check_run(r)
+    assert "RuntimeError: rank 1 fails at step 3" in r.stderr, r.stderr
+    assert ("hvdrun: rank 1 on host localhost exited with code 1; started a replacement "
+            "(reset 1 of 10)") in r.stderr, r.stderr
+
+
+def test_job_grows_to_max_np_when_slots_are_free(hvdrun, tmp_path):
+    # -np 2 starts 2; once their first round formed the job fills the host's
+    # third slot (up to --max-np) and training goes on at 3.
+    r = train(hvdrun, tmp_path, -1, 0,
+              np=("-np", "2", "--min-np", "2", "--max-np", "3", "-H", "localhost:3"))
+    sizes = check_run(r)
+    assert sizes[0] == 2 and sizes[STEPS - 1] == 3, sizes
+    assert "hvdrun: started rank 2 on host localhost (the job grows to 3 workers)" in r.stderr, \
+        r.stderr
+
+
+def test_discovery_adds_and_removes_hosts(hvdrun, tmp_path):
+    # 127.0.0.1 is this machine under another name: a host of its own for
+    # the job. Rank 0 lists it after step 5 (the job grows to 3) and drops it
+    # after 5 steps at 3 (its worker is stopped; the job shrinks to 2).
+    hosts = tmp_path / "hosts"
+    start, grow, shrink = "localhost:2\n", "localhost:2\n127.0.0.1:1\n", "# shrunk\nlocalhost:2\n"
+    hosts.write_text(start)
+    script = tmp_path / "discover.sh"
+    script.write_text(f"#!/bin/sh\ncat {hosts}\n")
+    script.chmod(0o700)
+    steps = 60
+    r = train(hvdrun, tmp_path, -1, 0, steps=steps,
+              np=("-np", "2", "--min-np", "2", "--max-np", "3", "--host-discovery-script",
+                  str(script), "--discovery-interval", "0.2"),
+              env={"HOSTS_FILE": str(hosts), "HOSTS_START": start, "HOSTS_GROW": grow,
+                   "HOSTS_SHRINK": shrink, "HOSTS_START_SIZE": "2"})
+    sizes = check_run(r, ranks=2, steps=steps)
+    assert hosts.read_text() == shrink
+    assert 3 in sizes.values() and sizes[0] == 2 and sizes[steps - 1] == 2, sizes
+    assert "hvdrun: host discovery: host 127.0.0.1 is listed with 1 slot(s)" in r.stderr, r.stderr
+    assert "hvdrun: host discovery: host 127.0.0.1 is no longer listed" in r.stderr, r.stderr
+    assert "hvdrun: stopping rank 2 (their hosts are no longer listed)" in r.stderr, r.stderr
+
+
+def test_below_min_np_the_job_says_what_is_missing_and_times_out(hvdrun, tmp_path):
+    # The script lists the host three times, then nothing: the workers are
+    # stopped, progress lines name the missing host, and --elastic-timeout
+    # ends the job (exit 124) naming it; no worker outlives it.
+    count = tmp_path / "count"
+    script = tmp_path / "discover.sh"
+    script.write_text(f"#!/bin/sh\nn=$(cat {count} 2>/dev/null || echo 0)\n"
+                      f"echo $((n + 1)) > {count}\n"
+                      "if [ $n -lt 3 ]; then echo localhost:2; fi\n")
+    script.chmod(0o700)
+    pids = tmp_path / "pids"
+    r = run([hvdrun, "-np", "2", "--min-np", "2", "--host-discovery-script", str(script),
+             "--discovery-interval", "0.2", "--elastic-timeout", "3", "sh", "-c",
+             f"echo $$ >> {pids}; sleep 60"], timeout=60)
+    assert r.returncode == 124, r.stderr
+    assert re.search(r"hvdrun: waiting for [12] more workers? \(have [01] of min 2\): "
+                     r"localhost missing \(not listed\)", r.stderr), r.stderr
+    assert ("fewer workers than --min-np for 3 s (--elastic-timeout): have 0 of min 2; "
+            "localhost missing (not listed)") in r.stderr, r.stderr
+    for pid in pids.read_text().split():
+        assert not pathlib.Path(f"/proc/{pid}").exists(), f"worker {pid} outlived the job"
+
+
+def test_a_host_whose_workers_keep_failing_is_blacklisted_for_a_cooldown(hvdrun, tmp_path):
+    # Rank 1 fails three times in a row before it ever joins: its host is
+    # blacklisted for 1 s (--blacklist-cooldown-range 1 2), then used again,
+    # and the fourth worker in slot 1 succeeds: the job is done (rank 0, a
+    # worker that never joined a round, is not waited for).
+    tries = tmp_path / "tries"
+    worker = ('if [ "$HVD_RANK" = 1 ]; then echo x >> ' + str(tries) + '; '
+              'if [ $(wc -l < ' + str(tries) + ') -le 3 ]; then exit 7; fi; echo slot1 done; '
+              'else sleep 30; fi')
+    r = run([hvdrun, "-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "1", "2",
+             "sh", "-c", worker], timeout=25, env=ENV)
+    assert r.returncode == 0, r.stderr
+    assert tries.read_text().count("x") == 4, r.stderr
+    assert ("hvdrun: host localhost is blacklisted for 1 s: 3 failed workers in a row"
+            in r.stderr), r.stderr
+    assert "slot1 done" in r.stdout, r.stdout
 
 
 def test_reset_limit_ends_a_job_that_keeps_failing(hvdrun, tmp_path):

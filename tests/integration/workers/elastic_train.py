@@ -1,8 +1,12 @@
 """An elastic training run for tests/integration/test_elastic.py:
-    elastic_train.py MARKER VICTIM KILL_AT STEPS [kill|stop] [SLEEP_S]
+    elastic_train.py MARKER VICTIM KILL_AT STEPS [kill|stop|raise] [SLEEP_S]
 Rank VICTIM kills itself with SIGKILL (or stops itself with SIGSTOP: hvdrun
-must notice the missing heartbeats) right after step KILL_AT's update, once
-(MARKER records that it did; VICTIM -1: nobody fails). Every rank prints
+must notice the missing heartbeats; or raises an exception out of the
+training function) right after step KILL_AT's update, once (MARKER records
+that it did; VICTIM -1: nobody fails). ELASTIC_KILLS="R:S,R:S,..." in the
+environment adds more: rank R kills itself after step S, once each. With HOSTS_FILE in the environment
+(the file a discovery script prints), rank 0 writes HOSTS_GROW into it after
+step 5, and HOSTS_SHRINK once 5 steps ran at a size above the first one. Every rank prints
 "COMMIT step size" for each step it completed, before committing it (a
 completed step is never rolled back on a rank that survives), so the test
 can replay the committed steps at the world sizes they ran at. Each rank's data
@@ -19,7 +23,7 @@ import torch
 import hvd.torch as hvd
 
 marker, victim, kill_at, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
-how = signal.SIGSTOP if len(sys.argv) > 5 and sys.argv[5] == "stop" else signal.SIGKILL
+how = sys.argv[5] if len(sys.argv) > 5 else "kill"
 pause = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
 
 hvd.init()
@@ -36,6 +40,32 @@ def data(rank, step):
     return x, x.sum(dim=1, keepdim=True) * 0.5
 
 
+kills = [tuple(map(int, k.split(":"))) for k in os.environ.get("ELASTIC_KILLS", "").split(",") if k]
+hosts_file = os.environ.get("HOSTS_FILE")
+grown_steps = [0]
+
+
+def change_hosts(step, size):
+    """Rank 0 drives host discovery: HOSTS_GROW after step 5, HOSTS_SHRINK
+    once 5 steps ran above the first size (each once: the file says which)."""
+    if not hosts_file:
+        return
+    with open(hosts_file) as f:
+        now = f.read()
+    if step >= 5 and now == os.environ.get("HOSTS_START"):
+        write(os.environ["HOSTS_GROW"])
+    elif now == os.environ["HOSTS_GROW"] and size > int(os.environ["HOSTS_START_SIZE"]):
+        grown_steps[0] += 1
+        if grown_steps[0] == 5:
+            write(os.environ["HOSTS_SHRINK"])
+
+
+def write(text):
+    with open(hosts_file + ".tmp", "w") as f:
+        f.write(text)
+    os.replace(hosts_file + ".tmp", hosts_file)
+
+
 @hvd.elastic.run
 def train(state):
     while state.batch < steps:
@@ -43,9 +73,17 @@ def train(state):
         opt.zero_grad()
         torch.nn.functional.mse_loss(model(x), y).backward()
         opt.step()
+        for r, s in kills:
+            if hvd.rank() == r and state.batch == s and not os.path.exists(f"{marker}.{r}.{s}"):
+                open(f"{marker}.{r}.{s}", "w").close()
+                os.kill(os.getpid(), signal.SIGKILL)
         if hvd.rank() == victim and state.batch == kill_at and not os.path.exists(marker):
             open(marker, "w").close()
-            os.kill(os.getpid(), how)
+            if how == "raise":
+                raise RuntimeError(f"rank {hvd.rank()} fails at step {state.batch}")
+            os.kill(os.getpid(), signal.SIGSTOP if how == "stop" else signal.SIGKILL)
+        if hvd.rank() == 0:
+            change_hosts(state.batch, hvd.size())
         print("COMMIT", state.batch, hvd.size(), flush=True)
         state.batch += 1
         state.commit()

@@ -33,7 +33,7 @@ TEST_CASE("liveness: out-of-range ranks and old beats are ignored", "[liveness]"
   Liveness l(2);
   const Clock::time_point t0{};
   l.joined(-1, t0);
-  l.joined(2, t0);
+  l.joined(Liveness::kMaxRanks, t0);
   l.beat(7, t0);
   l.left(9);
   CHECK(l.silent(1s, t0 + 1h).empty());

@@ -23,8 +23,8 @@ constexpr char kToken[] = "job-token-for-tests";
 
 struct Rendezvous {
   // elastic_min > 0: an elastic job (rounds of at least that many workers).
-  explicit Rendezvous(int size, int elastic_min = 0) : service(kToken, size) {
-    if (elastic_min > 0) service.enable_elastic(elastic_min);
+  explicit Rendezvous(int size, int elastic_min = 0, int slots = 0) : service(kToken, size) {
+    if (elastic_min > 0) service.enable_elastic(elastic_min, slots);
     auto started = GrpcServer::start("127.0.0.1", 0, {&service});
     REQUIRE(started.is_ok());
     server = std::move(started).value();
@@ -305,6 +305,31 @@ TEST_CASE("Rendezvous watches joined ranks through heartbeats until they leave")
   beat.set_leaving(true);
   REQUIRE(r.stub->Heartbeat(context().get(), beat, &reply).ok());
   CHECK(r.service.liveness().silent(0ms, t() + 1h).empty());
+}
+
+TEST_CASE("Rendezvous of an elastic job knows workers by slot, up to --max-np") {
+  Rendezvous r(1, 1, 3);  // -np 1 --min-np 1 --max-np 3
+  v1::JoinRequest join;
+  join.set_rank(0);
+  join.set_size(3);
+  join.set_prev_rank(0);
+  join.set_timeout_ms(5000);
+  v1::JoinReply joined;
+  REQUIRE(r.stub->Join(context().get(), join, &joined).ok());
+  // A worker started later in slot 2 beats (and is watched) like the first.
+  v1::HeartbeatRequest beat;
+  beat.set_rank(2);
+  v1::HeartbeatReply reply;
+  REQUIRE(r.stub->Heartbeat(context().get(), beat, &reply).ok());
+  beat.set_rank(3);
+  auto refused = r.stub->Heartbeat(context().get(), beat, &reply);
+  CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(refused.error_message() == "rank 3 is out of range for size 3");
+  join.set_rank(3);
+  join.set_prev_rank(-1);
+  refused = r.stub->Join(context().get(), join, &joined);
+  CHECK(refused.error_code() == grpc::StatusCode::INVALID_ARGUMENT);
+  CHECK(refused.error_message() == "slot 3 is out of range for 3 slots");
 }
 
 TEST_CASE("Rendezvous Join times out naming the missing rank") {

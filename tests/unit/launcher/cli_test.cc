@@ -171,3 +171,17 @@ TEST_CASE("help and version exit 0 with their text on stdout") {
   CHECK(e->code == 0);
   CHECK_THAT(e->out, Catch::StartsWith("hvdrun (hvd) "));
 }
+
+TEST_CASE("cli: --blacklist-cooldown-range takes two values before the command") {
+  g_env.clear();
+  LaunchOptions o = parse_ok({"-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "1",
+                              "2", "sh", "-c", "true"});
+  CHECK(o.elastic.cooldown_low == 1);
+  CHECK(o.elastic.cooldown_high == 2);
+  CHECK(o.command == std::vector<std::string>{"sh", "-c", "true"});
+  CHECK(parse_error({"-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "5", "2",
+                     "true"}) ==
+        "hvdrun: error: --blacklist-cooldown-range 5 2: need 1 <= LO <= HI (seconds)\n");
+  CHECK(parse_error({"-np", "2", "--blacklist-cooldown-range", "1", "2", "true"}) ==
+        "hvdrun: error: --blacklist-cooldown-range needs an elastic job (--min-np/--max-np)\n");
+}

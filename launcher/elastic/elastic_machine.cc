@@ -1,0 +1,379 @@
+#include "launcher/elastic/elastic_machine.h"
+
+#include <algorithm>
+
+#include "launcher/exit_codes.h"
+
+namespace hvd::launcher::elastic {
+
+namespace {
+
+std::string slot_list(const std::vector<int>& slots) {
+  std::string out = slots.size() == 1 ? "rank " : "ranks ";
+  for (size_t i = 0; i < slots.size(); ++i) out += (i ? ", " : "") + std::to_string(slots[i]);
+  return out;
+}
+
+}  // namespace
+
+const char* state_name(State state) {
+  switch (state) {
+    case State::kStarting: return "starting";
+    case State::kRunning: return "running";
+    case State::kResetting: return "resetting";
+    case State::kFailed: return "failed";
+    case State::kDone: return "done";
+  }
+  return "?";
+}
+
+ElasticMachine::ElasticMachine(Limits limits, HostTable hosts,
+                               const std::vector<std::string>& initial, Clock::time_point now)
+    : limits_(limits),
+      hosts_(std::move(hosts)),
+      workers_(static_cast<size_t>(std::max<int>(limits.max_np, static_cast<int>(initial.size())))),
+      initial_np_(static_cast<int>(initial.size())) {
+  for (size_t slot = 0; slot < initial.size(); ++slot) {
+    workers_[slot] = {initial[slot], Phase::kStarting};
+  }
+  Actions ignored;
+  check_min(ignored, now);
+}
+
+int ElasticMachine::live_count() const {
+  return static_cast<int>(
+      std::count_if(workers_.begin(), workers_.end(), [&](const Worker& w) { return live(w); }));
+}
+
+int ElasticMachine::live_on(const std::string& host) const {
+  return static_cast<int>(std::count_if(workers_.begin(), workers_.end(), [&](const Worker& w) {
+    return live(w) && w.host == host;
+  }));
+}
+
+std::vector<int> ElasticMachine::live_slots() const {
+  std::vector<int> out;
+  for (size_t s = 0; s < workers_.size(); ++s) {
+    if (live(workers_[s])) out.push_back(static_cast<int>(s));
+  }
+  return out;
+}
+
+std::string ElasticMachine::host_of(int slot) const {
+  if (slot < 0 || static_cast<size_t>(slot) >= workers_.size()) return "";
+  return workers_[static_cast<size_t>(slot)].host;
+}
+
+bool ElasticMachine::starting(int slot) const {
+  return slot >= 0 && static_cast<size_t>(slot) < workers_.size() &&
+         workers_[static_cast<size_t>(slot)].phase == Phase::kStarting;
+}
+
+bool ElasticMachine::finishing() const {
+  return std::any_of(workers_.begin(), workers_.end(),
+                     [](const Worker& w) { return w.phase == Phase::kFinished; });
+}
+
+std::string ElasticMachine::place(const std::string& preferred, Clock::time_point now) const {
+  auto fits = [&](const std::string& host) {
+    return hosts_.usable(host, now) && live_on(host) < hosts_.slots(host);
+  };
+  if (!preferred.empty() && fits(preferred)) return preferred;
+  for (const std::string& host : hosts_.hosts()) {
+    if (fits(host)) return host;
+  }
+  return "";
+}
+
+void ElasticMachine::fail(Actions& out, int code, std::string error) {
+  if (state_ == State::kFailed || state_ == State::kDone) return;
+  state_ = State::kFailed;
+  out.push_back(EndJob{code, std::move(error)});
+}
+
+void ElasticMachine::replace(int slot, const std::string& what, int code, Actions& out,
+                             Clock::time_point now) {
+  if (resets_ >= limits_.reset_limit) {
+    fail(out, code,
+         what + "; the reset limit (" + std::to_string(limits_.reset_limit) +
+             ", --reset-limit) is used up");
+    return;
+  }
+  ++resets_;
+  Worker& w = workers_[static_cast<size_t>(slot)];
+  const std::string host = place(w.host, now);
+  if (host.empty()) {
+    out.push_back(Say{what + "; no usable host has a free slot for a replacement (reset " +
+                      std::to_string(resets_) + " of " + std::to_string(limits_.reset_limit) +
+                      ")"});
+    return;
+  }
+  const std::string where = host == w.host ? "" : " on host " + host;
+  w = {host, Phase::kStarting};
+  out.push_back(StartWorker{slot, host, true});
+  out.push_back(Say{what + "; started a replacement" + where + " (reset " +
+                    std::to_string(resets_) + " of " + std::to_string(limits_.reset_limit) +
+                    ")"});
+}
+
+Actions ElasticMachine::worker_exited(int slot, bool failed, int code, const std::string& what,
+                                      Clock::time_point now) {
+  Actions out;
+  if (slot < 0 || static_cast<size_t>(slot) >= workers_.size()) return out;
+  Worker& w = workers_[static_cast<size_t>(slot)];
+  if (!live(w) || state_ == State::kFailed || state_ == State::kDone) return out;
+  if (w.phase == Phase::kStopping) {  // stopped by hvdrun: expected
+    w.phase = Phase::kGone;
+  } else if (!failed) {
+    w.phase = Phase::kFinished;
+  } else if (finishing()) {
+    w.phase = Phase::kGone;
+    out.push_back(Say{what + " after other workers finished"});
+  } else {
+    w.phase = Phase::kGone;
+    out.push_back(SlotLost{slot});
+    if (state_ == State::kRunning) state_ = State::kResetting;
+    if (auto cooldown = hosts_.worker_failed(w.host, now)) {
+      out.push_back(Say{"host " + w.host + " is blacklisted for " +
+                        std::to_string(cooldown->count()) + " s: " +
+                        std::to_string(kFailuresToBlacklist) + " failed workers in a row"});
+    }
+    replace(slot, what, code, out, now);
+  }
+  check_done(out);
+  check_min(out, now);
+  return out;
+}
+
+Actions ElasticMachine::start_failed(int slot, const std::string& why, Clock::time_point now) {
+  Actions out;
+  if (slot < 0 || static_cast<size_t>(slot) >= workers_.size()) return out;
+  Worker& w = workers_[static_cast<size_t>(slot)];
+  if (w.phase != Phase::kStarting) return out;
+  if (state_ == State::kFailed || state_ == State::kDone) return out;  // the job is ending
+  w.phase = Phase::kGone;
+  const auto cooldown = hosts_.agent_lost(w.host, now);
+  out.push_back(Say{"cannot start rank " + std::to_string(slot) + " on host " + w.host + ": " +
+                    why + "; host " + w.host + " is blacklisted for " +
+                    std::to_string(cooldown.count()) + " s"});
+  if (const std::string host = place("", now); !host.empty() && !finishing()) {
+    workers_[static_cast<size_t>(slot)] = {host, Phase::kStarting};
+    out.push_back(StartWorker{slot, host, true});
+  }
+  check_min(out, now);
+  return out;
+}
+
+Actions ElasticMachine::agent_lost(const std::vector<std::string>& hosts, const std::string& why,
+                                   Clock::time_point now) {
+  Actions out;
+  if (state_ == State::kFailed || state_ == State::kDone) return out;
+  HostsChanged change;
+  for (const std::string& host : hosts) {
+    std::vector<int> slots;
+    for (size_t s = 0; s < workers_.size(); ++s) {
+      Worker& w = workers_[s];
+      if (!live(w) || w.host != host) continue;
+      w.phase = Phase::kGone;
+      slots.push_back(static_cast<int>(s));
+      out.push_back(SlotLost{static_cast<int>(s)});
+    }
+    const auto cooldown = hosts_.agent_lost(host, now);
+    out.push_back(Say{"lost the agent on host " + host +
+                      (slots.empty() ? std::string() : " (" + slot_list(slots) + ")") + ": " +
+                      why + "; host " + host + " is blacklisted for " +
+                      std::to_string(cooldown.count()) + " s"});
+    change.removed.push_back(host);
+    change.removed_slots.insert(change.removed_slots.end(), slots.begin(), slots.end());
+  }
+  if (change.removed_slots.empty()) {
+    check_done(out);
+    check_min(out, now);
+    return out;
+  }
+  out.push_back(change);
+  if (!finishing()) {
+    if (state_ == State::kRunning) state_ = State::kResetting;
+    if (resets_ >= limits_.reset_limit) {
+      fail(out, exit_code::kAgentFailure,
+           "lost the agent on host " + hosts.front() + ": " + why + "; the reset limit (" +
+               std::to_string(limits_.reset_limit) + ", --reset-limit) is used up");
+      return out;
+    }
+    ++resets_;
+    for (int slot : change.removed_slots) {
+      const std::string host = place("", now);
+      if (host.empty()) break;
+      workers_[static_cast<size_t>(slot)] = {host, Phase::kStarting};
+      out.push_back(StartWorker{slot, host, true});
+      out.push_back(Say{"started rank " + std::to_string(slot) + " again on host " + host});
+    }
+  }
+  check_done(out);
+  check_min(out, now);
+  return out;
+}
+
+Actions ElasticMachine::hosts_discovered(const std::vector<HostSlots>& list,
+                                         Clock::time_point now) {
+  Actions out;
+  if (state_ == State::kFailed || state_ == State::kDone) return out;
+  const HostChanges changes = hosts_.update(list);
+  HostsChanged change{changes.added, changes.removed, {}};
+  // Workers beyond a host's slots (all of a removed host's) are stopped,
+  // the highest slots first; those already stopping count as stopped.
+  for (const std::string& host : hosts_.known()) {
+    int extra = -hosts_.slots(host);
+    for (const Worker& w : workers_) {
+      if (live(w) && w.host == host && w.phase != Phase::kStopping) ++extra;
+    }
+    for (size_t s = workers_.size(); s-- > 0 && extra > 0;) {
+      Worker& w = workers_[s];
+      if (!live(w) || w.host != host || w.phase == Phase::kStopping) continue;
+      w.phase = Phase::kStopping;
+      --extra;
+      change.removed_slots.push_back(static_cast<int>(s));
+      out.push_back(StopWorker{static_cast<int>(s)});
+      out.push_back(SlotLost{static_cast<int>(s)});
+    }
+  }
+  for (const std::string& host : changes.added) {
+    out.push_back(Say{"host discovery: host " + host + " is listed with " +
+                      std::to_string(hosts_.slots(host)) + " slot(s)"});
+  }
+  for (const std::string& host : changes.removed) {
+    out.push_back(Say{"host discovery: host " + host + " is no longer listed"});
+  }
+  if (!change.removed_slots.empty()) {
+    std::sort(change.removed_slots.begin(), change.removed_slots.end());
+    out.push_back(Say{"stopping " + slot_list(change.removed_slots) +
+                      " (their hosts are no longer listed)"});
+    if (state_ == State::kRunning) state_ = State::kResetting;
+  }
+  if (!change.added.empty() || !change.removed.empty()) out.push_back(change);
+  fill(out, now);
+  check_min(out, now);
+  return out;
+}
+
+Actions ElasticMachine::worker_silent(int slot, std::chrono::seconds quiet,
+                                      Clock::time_point /*now*/) {
+  Actions out;
+  if (slot < 0 || static_cast<size_t>(slot) >= workers_.size()) return out;
+  const Worker& w = workers_[static_cast<size_t>(slot)];
+  if (!live(w) || w.phase == Phase::kStopping) return out;
+  out.push_back(SlotLost{slot});
+  out.push_back(StopWorker{slot});
+  out.push_back(Say{"rank " + std::to_string(slot) + " on host " + w.host +
+                    " stopped responding: no heartbeat for " + std::to_string(quiet.count()) +
+                    " s; killing it to replace it"});
+  return out;
+}
+
+void ElasticMachine::worker_joined(int slot) {
+  if (!starting(slot)) return;
+  Worker& w = workers_[static_cast<size_t>(slot)];
+  w.phase = Phase::kMember;
+  hosts_.worker_joined(w.host);
+}
+
+void ElasticMachine::round_formed(int64_t /*round*/, int /*size*/) {
+  formed_once_ = true;
+  if (state_ != State::kStarting && state_ != State::kResetting) return;
+  const bool waiting = std::any_of(workers_.begin(), workers_.end(),
+                                   [](const Worker& w) { return w.phase == Phase::kStarting; });
+  if (!waiting) state_ = State::kRunning;
+}
+
+void ElasticMachine::fill(Actions& out, Clock::time_point now) {
+  if (finishing() || state_ == State::kFailed || state_ == State::kDone) return;
+  const int target = formed_once_ ? limits_.max_np : initial_np_;
+  std::vector<int> started;
+  std::vector<std::string> placed_on;  // `where`, without duplicates
+  std::string where;
+  while (live_count() < target) {
+    const std::string host = place("", now);
+    if (host.empty()) break;
+    auto free = std::find_if(workers_.begin(), workers_.end(),
+                             [&](const Worker& w) { return !live(w); });
+    if (free == workers_.end()) break;
+    const int slot = static_cast<int>(free - workers_.begin());
+    *free = {host, Phase::kStarting};
+    out.push_back(StartWorker{slot, host, true});
+    started.push_back(slot);
+    if (std::find(placed_on.begin(), placed_on.end(), host) == placed_on.end()) {
+      placed_on.push_back(host);
+      where += (where.empty() ? "" : ", ") + host;
+    }
+  }
+  if (started.empty()) return;
+  if (state_ == State::kRunning) state_ = State::kResetting;
+  out.push_back(Say{"started " + slot_list(started) + " on host " + where + " (the job grows to " +
+                    std::to_string(live_count()) + " workers)"});
+}
+
+void ElasticMachine::check_done(Actions& out) {
+  if (!finishing() || state_ == State::kFailed || state_ == State::kDone) return;
+  // Done once no member runs; workers still starting are not needed.
+  const bool member_runs = std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) {
+    return w.phase == Phase::kMember || w.phase == Phase::kStopping;
+  });
+  if (member_runs) return;
+  state_ = State::kDone;
+  out.push_back(EndJob{exit_code::kSuccess, ""});
+}
+
+std::string ElasticMachine::missing_hosts(Clock::time_point now) const {
+  std::string out;
+  for (const std::string& host : hosts_.known()) {
+    std::string why = hosts_.why_unusable(host, now);
+    if (!why.empty()) out += (out.empty() ? "" : ", ") + why;
+  }
+  return out.empty() ? "every listed slot is in use" : out;
+}
+
+void ElasticMachine::check_min(Actions& out, Clock::time_point now) {
+  if (state_ == State::kFailed || state_ == State::kDone || finishing()) return;
+  const int live = live_count();
+  if (live >= limits_.min_np) {
+    below_min_since_.reset();
+    next_progress_.reset();
+    return;
+  }
+  const auto& known = hosts_.known();
+  const bool all_blacklisted =
+      !known.empty() && std::all_of(known.begin(), known.end(), [&](const std::string& h) {
+        return hosts_.blacklisted_until(h, now).has_value();
+      });
+  if (live == 0 && all_blacklisted) {
+    fail(out, exit_code::kAgentFailure,
+         "every host is blacklisted and no worker is left: " + missing_hosts(now));
+    return;
+  }
+  if (!below_min_since_) below_min_since_ = now;
+  const std::string have = "have " + std::to_string(live) + " of min " +
+                           std::to_string(limits_.min_np);
+  if (now - *below_min_since_ >= limits_.elastic_timeout) {
+    fail(out, exit_code::kRendezvousTimeout,
+         "fewer workers than --min-np for " + std::to_string(limits_.elastic_timeout.count()) +
+             " s (--elastic-timeout): " + have + "; " + missing_hosts(now));
+    return;
+  }
+  if (!next_progress_ || now >= *next_progress_) {
+    next_progress_ = now + kProgressEvery;
+    const int more = limits_.min_np - live;
+    out.push_back(Say{"waiting for " + std::to_string(more) +
+                      (more == 1 ? " more worker (" : " more workers (") + have +
+                      "): " + missing_hosts(now)});
+  }
+}
+
+Actions ElasticMachine::tick(Clock::time_point now) {
+  Actions out;
+  if (state_ == State::kFailed || state_ == State::kDone) return out;
+  fill(out, now);
+  check_min(out, now);
+  return out;
+}
+
+}  // namespace hvd::launcher::elastic

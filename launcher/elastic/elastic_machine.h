@@ -1,0 +1,151 @@
+// The state machine of an elastic job (docs/elastic.md), pure logic: the
+// driver (launcher/job_elastic.cc) feeds it what happens — worker exits,
+// lost agents, discovery results, silent workers, joins and rounds, the
+// clock — and carries out the actions it returns. States:
+//
+//   starting  --first round formed-->          running
+//   running   --a worker failed / hosts
+//               changed / workers added-->     resetting
+//   resetting --a round of every live worker-> running
+//   any       --a member finished and the
+//               rest is done-->                done
+//   any       --reset limit, below --min-np
+//               past --elastic-timeout, every
+//               host blacklisted-->            failed
+//
+// Workers are known by their slot (HVD_RANK; below --max-np): a failed
+// worker's slot is started again on its host when that host is usable
+// (listed, not blacklisted; host_table.h), else on another usable host
+// with a free slot; each such replacement counts against --reset-limit.
+// Once the first round formed the job fills the usable hosts' slots up to
+// --max-np (new hosts grow it). A host that the list no longer names has its
+// workers stopped (not counted as failures). Below --min-np live workers a
+// progress line says what is missing every kProgressEvery; past
+// --elastic-timeout the job fails naming it.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "launcher/elastic/host_table.h"
+
+namespace hvd::launcher::elastic {
+
+inline constexpr std::chrono::seconds kProgressEvery{5};
+
+enum class State { kStarting, kRunning, kResetting, kFailed, kDone };
+const char* state_name(State state);
+
+struct Limits {
+  int min_np = 1;
+  int max_np = 1;
+  int reset_limit = 10;
+  std::chrono::seconds elastic_timeout{600};
+};
+
+// Start a worker in `slot` on `host`; `replacement`: it is not in the first
+// round (HVD_REPLACEMENT=1: it joins as a new worker).
+struct StartWorker {
+  int slot = 0;
+  std::string host;
+  bool replacement = true;
+};
+// Stop the worker of `slot` (SIGKILL through its agent); its exit is expected.
+struct StopWorker {
+  int slot = 0;
+};
+// Tell the rendezvous the worker of `slot` is gone (the forming round does
+// not wait for it; its liveness is no longer watched).
+struct SlotLost {
+  int slot = 0;
+};
+// Tell the workers the hosts changed (membership watch).
+struct HostsChanged {
+  std::vector<std::string> added;
+  std::vector<std::string> removed;
+  std::vector<int> removed_slots;
+};
+// A line for the user (hvdrun prints "hvdrun: " + text).
+struct Say {
+  std::string text;
+};
+// The job ends: `error` empty for success, else the one-line reason.
+struct EndJob {
+  int code = 0;
+  std::string error;
+};
+using Action = std::variant<StartWorker, StopWorker, SlotLost, HostsChanged, Say, EndJob>;
+using Actions = std::vector<Action>;
+
+class ElasticMachine {
+ public:
+  // `initial`: slot -> host of the workers hvdrun launched (slots 0..np-1).
+  ElasticMachine(Limits limits, HostTable hosts, const std::vector<std::string>& initial,
+                 Clock::time_point now);
+
+  // A worker exited. `failed`: non-zero code or a signal; `code` hvdrun's
+  // exit code for it; `what`: "rank 1 on host h2 was killed by signal 9 (SIGKILL)".
+  Actions worker_exited(int slot, bool failed, int code, const std::string& what,
+                        Clock::time_point now);
+  // A worker could not be started: its host counts as lost.
+  Actions start_failed(int slot, const std::string& why, Clock::time_point now);
+  // The agent serving `hosts` is lost: their workers are gone.
+  Actions agent_lost(const std::vector<std::string>& hosts, const std::string& why,
+                     Clock::time_point now);
+  // The discovery script printed this list.
+  Actions hosts_discovered(const std::vector<HostSlots>& hosts, Clock::time_point now);
+  // A joined worker sent no heartbeat for the heartbeat timeout.
+  Actions worker_silent(int slot, std::chrono::seconds quiet, Clock::time_point now);
+  // The worker of `slot` is in a round now.
+  void worker_joined(int slot);
+  // A round formed with `size` workers.
+  void round_formed(int64_t round, int size);
+  // Time passed: cooldowns end, growth, the elastic timeout, progress lines.
+  Actions tick(Clock::time_point now);
+
+  State state() const { return state_; }
+  int resets() const { return resets_; }
+  // Slots with a live worker (starting or member), ascending.
+  std::vector<int> live_slots() const;
+  // The host of a slot's current (or last) worker; empty when never used.
+  std::string host_of(int slot) const;
+  bool starting(int slot) const;  // started, not in a round yet
+  const HostTable& host_table() const { return hosts_; }
+
+ private:
+  enum class Phase { kStarting, kMember, kStopping, kGone, kFinished };
+  struct Worker {
+    std::string host;
+    Phase phase = Phase::kGone;
+  };
+  bool live(const Worker& w) const {
+    return w.phase == Phase::kStarting || w.phase == Phase::kMember || w.phase == Phase::kStopping;
+  }
+  int live_count() const;
+  int live_on(const std::string& host) const;
+  bool finishing() const;
+  // A usable host with a free slot, `preferred` first; empty when none.
+  std::string place(const std::string& preferred, Clock::time_point now) const;
+  void fill(Actions& out, Clock::time_point now);
+  void replace(int slot, const std::string& what, int code, Actions& out, Clock::time_point now);
+  void check_done(Actions& out);
+  void check_min(Actions& out, Clock::time_point now);
+  std::string missing_hosts(Clock::time_point now) const;
+  void fail(Actions& out, int code, std::string error);
+
+  const Limits limits_;
+  HostTable hosts_;
+  std::vector<Worker> workers_;  // by slot, size max_np
+  const int initial_np_;
+  State state_ = State::kStarting;
+  int resets_ = 0;
+  bool formed_once_ = false;
+  std::optional<Clock::time_point> below_min_since_;
+  std::optional<Clock::time_point> next_progress_;
+};
+
+}  // namespace hvd::launcher::elastic

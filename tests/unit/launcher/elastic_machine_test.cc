@@ -1,0 +1,369 @@
+#include "launcher/elastic/elastic_machine.h"
+
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace hvd::launcher::elastic {
+
+namespace {
+
+using namespace std::chrono_literals;
+using Strings = std::vector<std::string>;
+
+// A fake clock: every time is t0 plus an offset the test names.
+const Clock::time_point t0{};
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ",") + s;
+  return out;
+}
+
+// One line per action, e.g. "start 1 h1 replacement", "end 124 <error>".
+std::string render(const Action& action) {
+  struct {
+    std::string operator()(const StartWorker& a) const {
+      return "start " + std::to_string(a.slot) + " " + a.host +
+             (a.replacement ? " replacement" : "");
+    }
+    std::string operator()(const StopWorker& a) const { return "stop " + std::to_string(a.slot); }
+    std::string operator()(const SlotLost& a) const { return "lost " + std::to_string(a.slot); }
+    std::string operator()(const HostsChanged& a) const {
+      std::vector<std::string> slots;
+      for (int s : a.removed_slots) slots.push_back(std::to_string(s));
+      return "hosts +" + join(a.added) + " -" + join(a.removed) + " [" + join(slots) + "]";
+    }
+    std::string operator()(const Say& a) const { return "say " + a.text; }
+    std::string operator()(const EndJob& a) const {
+      return "end " + std::to_string(a.code) + " " + a.error;
+    }
+  } visitor;
+  return std::visit(visitor, action);
+}
+
+// The actions rendered; with `kind` ("say", "start", ...) only those of that kind.
+Strings render(const Actions& actions, const std::string& kind = "") {
+  Strings out;
+  for (const Action& a : actions) {
+    if (std::string line = render(a); line.rfind(kind, 0) == 0) out.push_back(line);
+  }
+  return out;
+}
+
+ElasticMachine machine(Limits limits, std::vector<HostSlots> hosts, const Strings& initial,
+                       CooldownRange cooldown = {10s, 300s}) {
+  return ElasticMachine(limits, HostTable(std::move(hosts), cooldown), initial, t0);
+}
+
+// Every live worker joins and the round forms.
+void form_round(ElasticMachine& m) {
+  for (int slot : m.live_slots()) m.worker_joined(slot);
+  m.round_formed(1, static_cast<int>(m.live_slots().size()));
+}
+
+std::string killed(int slot, const std::string& host) {
+  return "rank " + std::to_string(slot) + " on host " + host + " was killed by signal 9 (SIGKILL)";
+}
+
+}  // namespace
+
+TEST_CASE("elastic machine: a crashed worker is replaced in its slot on its host", "[elastic]") {
+  ElasticMachine m = machine({1, 4, 3, 600s}, {{"h1", 2}, {"h2", 2}}, {"h1", "h1", "h2", "h2"});
+  CHECK(m.state() == State::kStarting);
+  CHECK(m.starting(0));
+  m.worker_joined(0);
+  m.round_formed(1, 1);  // ranks 1 to 3 still start: not running yet
+  CHECK(m.state() == State::kStarting);
+  form_round(m);
+  CHECK(m.state() == State::kRunning);
+  CHECK(std::string(state_name(m.state())) == "running");
+  CHECK(m.tick(t0 + 1s).empty());
+
+  Actions out = m.worker_exited(1, true, 137, killed(1, "h1"), t0 + 1s);
+  CHECK(render(out) ==
+        Strings{"lost 1", "start 1 h1 replacement",
+                "say rank 1 on host h1 was killed by signal 9 (SIGKILL); started a replacement "
+                "(reset 1 of 3)"});
+  CHECK(m.resets() == 1);
+  CHECK(m.state() == State::kResetting);
+  CHECK(m.starting(1));
+  CHECK(m.host_of(1) == "h1");
+  CHECK(m.live_slots() == std::vector<int>{0, 1, 2, 3});
+  m.worker_joined(1);
+  m.round_formed(2, 4);
+  CHECK(m.state() == State::kRunning);
+
+  CHECK(m.worker_exited(9, true, 1, "not a slot of the job", t0 + 2s).empty());
+  CHECK(m.host_of(9) == "");
+  CHECK(m.resets() == 1);
+}
+
+TEST_CASE("elastic machine: past the reset limit the job ends naming it", "[elastic]") {
+  ElasticMachine m = machine({1, 2, 2, 600s}, {{"h1", 2}}, {"h1", "h1"});
+  form_round(m);
+  const std::string what = "rank 0 on host h1 exited with code 7";
+  for (int reset = 1; reset <= 2; ++reset) {
+    CHECK(render(m.worker_exited(0, true, 7, what, t0 + 1s), "start") ==
+          Strings{"start 0 h1 replacement"});
+    CHECK(m.resets() == reset);
+    form_round(m);  // it joins: no blacklisting
+  }
+  Actions out = m.worker_exited(0, true, 7, what, t0 + 2s);
+  CHECK(render(out) == Strings{"lost 0", "end 7 rank 0 on host h1 exited with code 7; the reset "
+                                         "limit (2, --reset-limit) is used up"});
+  CHECK(m.state() == State::kFailed);
+  CHECK(m.resets() == 2);
+  // The job is over: nothing more happens.
+  CHECK(m.worker_exited(1, true, 1, "rank 1 exited with code 1", t0 + 3s).empty());
+  CHECK(m.tick(t0 + 700s).empty());
+  CHECK(m.hosts_discovered({{"h1", 2}, {"h2", 2}}, t0 + 3s).empty());
+}
+
+TEST_CASE("elastic machine: three failures in a row move a slot to another host", "[elastic]") {
+  ElasticMachine m =
+      machine({1, 3, 10, 600s}, {{"h1", 2}, {"h2", 1}, {"h3", 1}}, {"h1", "h1", "h2"});
+  form_round(m);
+  CHECK(render(m.worker_exited(1, true, 1, "rank 1 failed", t0 + 1s), "start") ==
+        Strings{"start 1 h1 replacement"});
+  CHECK(render(m.worker_exited(1, true, 1, "rank 1 failed", t0 + 2s), "start") ==
+        Strings{"start 1 h1 replacement"});
+  // The third in a row (the replacements never joined): h1 is blacklisted,
+  // h2 is full, h3 has a free slot.
+  Actions out = m.worker_exited(1, true, 1, "rank 1 failed", t0 + 3s);
+  CHECK(render(out) ==
+        Strings{"lost 1", "say host h1 is blacklisted for 10 s: 3 failed workers in a row",
+                "start 1 h3 replacement",
+                "say rank 1 failed; started a replacement on host h3 (reset 3 of 10)"});
+  CHECK(m.host_of(1) == "h3");
+  CHECK(m.host_of(0) == "h1");  // h1's other worker goes on
+  CHECK(m.live_slots() == std::vector<int>{0, 1, 2});
+  CHECK_FALSE(m.host_table().usable("h1", t0 + 12s));
+  CHECK(m.host_table().usable("h1", t0 + 13s));
+}
+
+TEST_CASE("elastic machine: a slot without a host starts after the cooldown", "[elastic]") {
+  ElasticMachine m = machine({1, 2, 20, 600s}, {{"h1", 1}, {"h2", 1}}, {"h1", "h2"}, {1s, 4s});
+  form_round(m);
+  Clock::time_point now = t0;
+  const std::vector<std::chrono::seconds> expected{1s, 2s, 4s, 4s};
+  for (size_t round = 0; round < expected.size(); ++round) {
+    const auto cooldown = expected[round];
+    Actions out;
+    for (int i = 0; i < kFailuresToBlacklist; ++i) out = m.worker_exited(0, true, 1, "x", now);
+    CHECK(render(out, "say") ==
+          Strings{"say host h1 is blacklisted for " + std::to_string(cooldown.count()) +
+                      " s: 3 failed workers in a row",
+                  "say x; no usable host has a free slot for a replacement (reset " +
+                      std::to_string(3 * (round + 1)) + " of 20)"});
+    CHECK(m.live_slots() == std::vector<int>{1});  // h2's worker goes on
+    CHECK(m.tick(now + cooldown - 1ms).empty());
+    now += cooldown;
+    CHECK(render(m.tick(now)) ==
+          Strings{"start 0 h1 replacement", "say started rank 0 on host h1 (the job grows to 2 "
+                                            "workers)"});
+  }
+  CHECK(m.resets() == 12);
+}
+
+TEST_CASE("elastic machine: a lost agent loses its workers, the job goes on", "[elastic]") {
+  ElasticMachine m = machine({2, 4, 10, 600s}, {{"h1", 2}, {"h2", 2}, {"h3", 1}},
+                             {"h1", "h1", "h2", "h2"});
+  form_round(m);
+  Actions out = m.agent_lost({"h2"}, "connection reset", t0 + 5s);
+  CHECK(render(out) ==
+        Strings{"lost 2", "lost 3",
+                "say lost the agent on host h2 (ranks 2, 3): connection reset; host h2 is "
+                "blacklisted for 10 s",
+                "hosts + -h2 [2,3]", "start 2 h3 replacement",
+                "say started rank 2 again on host h3"});
+  CHECK(m.state() == State::kResetting);
+  CHECK(m.resets() == 1);
+  CHECK(m.live_slots() == std::vector<int>{0, 1, 2});
+  // The cooldown over, the job grows back onto h2.
+  CHECK(m.tick(t0 + 14s).empty());
+  CHECK(render(m.tick(t0 + 15s), "start") == Strings{"start 3 h2 replacement"});
+  // A lost agent with no workers only blacklists.
+  CHECK(render(m.agent_lost({"h9"}, "gone", t0 + 16s)) ==
+        Strings{"say lost the agent on host h9: gone; host h9 is blacklisted for 10 s"});
+  CHECK(m.resets() == 1);
+}
+
+TEST_CASE("elastic machine: below --min-np: what is missing, then the timeout", "[elastic]") {
+  ElasticMachine m = machine({2, 2, 10, 30s}, {{"h1", 1}, {"h2", 1}}, {"h1", "h2"}, {60s, 600s});
+  form_round(m);
+  Actions out = m.agent_lost({"h2"}, "connection reset", t0);
+  CHECK(render(out, "say").back() ==
+        "say waiting for 1 more worker (have 1 of min 2): h2 missing (agent lost, "
+        "blacklisted for 60 s more)");
+  CHECK(render(out, "end").empty());
+  CHECK(m.tick(t0 + 4s).empty());  // a progress line every 5 s
+  CHECK(render(m.tick(t0 + 5s)) ==
+        Strings{"say waiting for 1 more worker (have 1 of min 2): h2 missing (agent lost, "
+                "blacklisted for 55 s more)"});
+  CHECK(m.tick(t0 + 29s).size() == 1);
+  CHECK(m.state() == State::kResetting);
+  CHECK(render(m.tick(t0 + 30s)) ==
+        Strings{"end 124 fewer workers than --min-np for 30 s (--elastic-timeout): have 1 of "
+                "min 2; h2 missing (agent lost, blacklisted for 30 s more)"});
+  CHECK(m.state() == State::kFailed);
+  CHECK(m.tick(t0 + 31s).empty());
+}
+
+TEST_CASE("elastic machine: back at --min-np the elastic timeout starts over", "[elastic]") {
+  ElasticMachine m = machine({2, 2, 10, 30s}, {{"h1", 1}, {"h2", 1}}, {"h1", "h2"}, {60s, 600s});
+  form_round(m);
+  // While rank 1 is being stopped it still counts.
+  CHECK(render(m.hosts_discovered({{"h1", 1}}, t0), "say") ==
+        Strings{"say host discovery: host h2 is no longer listed",
+                "say stopping rank 1 (their hosts are no longer listed)"});
+  const std::string waiting =
+      "say waiting for 1 more worker (have 1 of min 2): h2 missing (not listed)";
+  CHECK(render(m.worker_exited(1, true, 137, killed(1, "h2"), t0 + 1s)) == Strings{waiting});
+  CHECK(render(m.tick(t0 + 6s)) == Strings{waiting});
+  CHECK(render(m.hosts_discovered({{"h1", 1}, {"h2", 1}}, t0 + 25s)) ==
+        Strings{"say host discovery: host h2 is listed with 1 slot(s)", "hosts +h2 - []",
+                "start 1 h2 replacement",
+                "say started rank 1 on host h2 (the job grows to 2 workers)"});
+  CHECK(m.tick(t0 + 40s).empty());  // 39 s after it fell below: no timeout
+  // Below again: a fresh 30 s.
+  CHECK(render(m.agent_lost({"h2"}, "reset", t0 + 45s), "end").empty());
+  CHECK(m.tick(t0 + 74s).size() == 1);  // a progress line
+  CHECK(render(m.tick(t0 + 75s)) ==
+        Strings{"end 124 fewer workers than --min-np for 30 s (--elastic-timeout): have 1 of "
+                "min 2; h2 missing (agent lost, blacklisted for 30 s more)"});
+}
+
+TEST_CASE("elastic machine: every host blacklisted, no worker left: job fails", "[elastic]") {
+  SECTION("by failures") {
+    ElasticMachine m = machine({1, 1, 10, 600s}, {{"h1", 1}}, {"h1"});
+    form_round(m);
+    m.worker_exited(0, true, 1, "rank 0 failed", t0);
+    m.worker_exited(0, true, 1, "rank 0 failed", t0);
+    Actions out = m.worker_exited(0, true, 1, "rank 0 failed", t0);
+    CHECK(render(out, "end") ==
+          Strings{"end 1 every host is blacklisted and no worker is left: h1 missing (3 failed "
+                  "workers in a row, blacklisted for 10 s more)"});
+    CHECK(m.state() == State::kFailed);
+  }
+  SECTION("by lost agents") {
+    ElasticMachine m = machine({1, 2, 10, 600s}, {{"h1", 1}, {"h2", 1}}, {"h1", "h2"});
+    form_round(m);
+    CHECK(render(m.agent_lost({"h1"}, "reset", t0), "end").empty());
+    Actions out = m.agent_lost({"h2"}, "reset", t0 + 2s);
+    CHECK(render(out, "end") ==
+          Strings{"end 1 every host is blacklisted and no worker is left: h1 missing (agent "
+                  "lost, blacklisted for 8 s more), h2 missing (agent lost, blacklisted for 10 "
+                  "s more)"});
+    CHECK(m.state() == State::kFailed);
+  }
+}
+
+TEST_CASE("elastic machine: new hosts grow the job to --max-np after round 1", "[elastic]") {
+  ElasticMachine m = machine({1, 4, 10, 600s}, {{"h1", 2}}, {"h1", "h1"});
+  // Before the first round the job keeps its -np workers.
+  CHECK(render(m.hosts_discovered({{"h1", 2}, {"h10", 1}}, t0)) ==
+        Strings{"say host discovery: host h10 is listed with 1 slot(s)", "hosts +h10 - []"});
+  CHECK(m.tick(t0 + 1s).empty());
+  form_round(m);
+  CHECK(m.state() == State::kRunning);
+  // h1 gets a third slot; the free slots fill in list order, up to --max-np.
+  Actions out = m.hosts_discovered({{"h10", 1}, {"h1", 3}, {"h3", 2}}, t0 + 2s);
+  CHECK(render(out) ==
+        Strings{"say host discovery: host h1 is listed with 3 slot(s)",
+                "say host discovery: host h3 is listed with 2 slot(s)", "hosts +h1,h3 - []",
+                "start 2 h10 replacement", "start 3 h1 replacement",
+                "say started ranks 2, 3 on host h10, h1 (the job grows to 4 workers)"});
+  CHECK(m.state() == State::kResetting);
+  CHECK(m.resets() == 0);  // growing is no reset
+  CHECK(m.live_slots() == std::vector<int>{0, 1, 2, 3});
+  // The same list again changes nothing.
+  CHECK(m.hosts_discovered({{"h10", 1}, {"h1", 3}, {"h3", 2}}, t0 + 3s).empty());
+  CHECK(m.tick(t0 + 4s).empty());
+}
+
+TEST_CASE("elastic machine: workers beyond the listed slots are stopped", "[elastic]") {
+  ElasticMachine m = machine({1, 4, 10, 600s}, {{"h1", 2}, {"h2", 2}}, {"h1", "h1", "h2", "h2"});
+  form_round(m);
+  Actions out = m.hosts_discovered({{"h1", 2}}, t0 + 1s);
+  CHECK(render(out) ==
+        Strings{"stop 3", "lost 3", "stop 2", "lost 2",
+                "say host discovery: host h2 is no longer listed",
+                "say stopping ranks 2, 3 (their hosts are no longer listed)",
+                "hosts + -h2 [2,3]"});
+  CHECK(m.state() == State::kResetting);
+  // The same list again: they are already being stopped.
+  CHECK(m.hosts_discovered({{"h1", 2}}, t0 + 2s).empty());
+  // Their exits are expected: no replacement, no reset, no failure streak.
+  CHECK(m.worker_exited(3, true, 137, killed(3, "h2"), t0 + 3s).empty());
+  CHECK(m.worker_exited(2, true, 137, killed(2, "h2"), t0 + 3s).empty());
+  CHECK(m.resets() == 0);
+  CHECK(m.live_slots() == std::vector<int>{0, 1});
+  CHECK(m.tick(t0 + 4s).empty());  // no usable slot left to fill
+
+  // Fewer slots: the highest slots beyond them are stopped, once.
+  CHECK(render(m.hosts_discovered({{"h1", 1}}, t0 + 5s), "stop") == Strings{"stop 1"});
+  CHECK(render(m.hosts_discovered({{"h1", 1}}, t0 + 6s), "stop").empty());  // 1 has not exited
+  CHECK(m.live_slots() == std::vector<int>{0, 1});
+  CHECK(m.worker_exited(1, true, 137, killed(1, "h1"), t0 + 7s).empty());
+  CHECK(m.live_slots() == std::vector<int>{0});
+}
+
+TEST_CASE("elastic machine: the job is done when its members have finished", "[elastic]") {
+  ElasticMachine m = machine({1, 3, 10, 600s}, {{"h1", 3}}, {"h1", "h1", "h1"});
+  form_round(m);
+  // Rank 2 fails; its replacement starts.
+  CHECK(render(m.worker_exited(2, true, 1, "rank 2 failed", t0), "start").size() == 1);
+  CHECK(m.worker_exited(0, false, 0, "rank 0 exited with code 0", t0 + 1s).empty());
+  CHECK(m.state() == State::kResetting);
+  // A failure once others finished is no reason to replace.
+  CHECK(render(m.worker_exited(1, true, 1, "rank 1 exited with code 1", t0 + 2s)) ==
+        Strings{"say rank 1 exited with code 1 after other workers finished", "end 0 "});
+  CHECK(m.state() == State::kDone);  // the starting replacement is not waited for
+  CHECK(m.resets() == 1);
+  CHECK(m.tick(t0 + 700s).empty());
+
+  ElasticMachine n = machine({1, 2, 10, 600s}, {{"h1", 2}}, {"h1", "h1"});
+  form_round(n);
+  CHECK(n.worker_exited(1, false, 0, "rank 1 exited with code 0", t0).empty());
+  CHECK(render(n.worker_exited(0, false, 0, "rank 0 exited with code 0", t0)) == Strings{"end 0 "});
+  CHECK(n.state() == State::kDone);
+}
+
+TEST_CASE("elastic machine: a silent worker is killed and replaced", "[elastic]") {
+  ElasticMachine m = machine({1, 2, 10, 600s}, {{"h1", 2}}, {"h1", "h1"});
+  form_round(m);
+  CHECK(render(m.worker_silent(1, 2s, t0)) ==
+        Strings{"lost 1", "stop 1",
+                "say rank 1 on host h1 stopped responding: no heartbeat for 2 s; killing it to "
+                "replace it"});
+  CHECK(m.resets() == 0);
+  // Its SIGKILL exit is the failure that replaces it.
+  CHECK(render(m.worker_exited(1, true, 137, killed(1, "h1"), t0 + 1s)) ==
+        Strings{"lost 1", "start 1 h1 replacement",
+                "say rank 1 on host h1 was killed by signal 9 (SIGKILL); started a replacement "
+                "(reset 1 of 10)"});
+  CHECK(m.resets() == 1);
+  CHECK(m.worker_silent(7, 2s, t0).empty());  // not a slot of the job
+}
+
+TEST_CASE("elastic machine: a worker that cannot start moves to another host", "[elastic]") {
+  ElasticMachine m = machine({1, 2, 10, 600s}, {{"h1", 1}, {"h2", 1}, {"h3", 1}}, {"h1", "h2"});
+  form_round(m);
+  m.worker_exited(1, true, 1, "rank 1 failed", t0);
+  CHECK(render(m.start_failed(1, "connection refused", t0)) ==
+        Strings{"say cannot start rank 1 on host h2: connection refused; host h2 is blacklisted "
+                "for 10 s",
+                "start 1 h3 replacement"});
+  CHECK(m.host_of(1) == "h3");
+  CHECK(m.start_failed(0, "not starting", t0).empty());  // rank 0 runs already
+
+  // Once the job has failed, nothing is started any more.
+  ElasticMachine f = machine({1, 2, 0, 600s}, {{"h1", 1}, {"h2", 1}, {"h3", 1}}, {"h1", "h2"});
+  CHECK(render(f.worker_exited(1, true, 3, "rank 1 exited with code 3", t0), "end").size() == 1);
+  CHECK(f.state() == State::kFailed);
+  CHECK(f.start_failed(0, "connection refused", t0).empty());
+}
+
+}  // namespace hvd::launcher::elastic
