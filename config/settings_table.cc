@@ -17,8 +17,9 @@ constexpr std::array kSettings = {
     SettingSpec{"transport_timeout", "HVD_TRANSPORT_TIMEOUT_SECONDS",
                 "HOROVOD_GLOO_TIMEOUT_SECONDS", SettingType::kPositiveInt, "30",
                 "Seconds a transport connect or collective may block before it fails"},
-    SettingSpec{"cpu_transport", "HVD_CPU_TRANSPORT", "", SettingType::kString, "gloo",
-                "Transport for CPU tensors (registered: gloo)"},
+    SettingSpec{"cpu_transport", "HVD_CPU_TRANSPORT", "", SettingType::kString, "auto",
+                "Transport for CPU tensors: auto (shm when every rank of a set is on one host, "
+                "hierarchical when each host has several, else gloo), gloo, shm, hierarchical"},
     SettingSpec{"cycle_time_ms", "HVD_CYCLE_TIME_MS", "HOROVOD_CYCLE_TIME", SettingType::kNumber,
                 "1", "Milliseconds between two negotiation cycles of the engine"},
     SettingSpec{"fusion_threshold", "HVD_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD",

@@ -183,11 +183,12 @@ int nccl_plugin_present() {
   return !dir.empty() && std::filesystem::is_regular_file(dir / "libhvd_nccl.so", ec) ? 1 : 0;
 }
 
-// Whether the CPU transport is gloo, from the environment as hvd_init() reads it.
+// Whether CPU collectives may use gloo, from the environment as hvd_init()
+// reads it: gloo, and auto and hierarchical (gloo across hosts); not shm.
 hvd::common::Result<int> gloo_enabled() {
   hvd::config::Settings settings;
   HVD_RETURN_IF_ERROR(settings.apply_environment([](const char* n) { return std::getenv(n); }));
-  return settings.get("cpu_transport") == "gloo" ? 1 : 0;
+  return settings.get("cpu_transport") == "shm" ? 0 : 1;
 }
 
 struct Feature {

@@ -57,6 +57,7 @@ Result<std::unique_ptr<transports::Transport>> Runtime::connect(const std::strin
   context.store = rendezvous_.get();
   context.key_prefix = key_prefix;
   context.bind_address = world_.bind_address;
+  context.host = world_.hostname;
   context.timeout = seconds_setting(settings_, "transport_timeout");
   return transports::TransportRegistry::with_builtins().create(settings_.get("cpu_transport"),
                                                                context);

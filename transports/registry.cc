@@ -2,7 +2,9 @@
 
 #include <utility>
 
+#include "transports/auto_select.h"
 #include "transports/gloo/factory.h"
+#include "transports/hierarchical/factory.h"
 #include "transports/shm/factory.h"
 
 namespace hvd::transports {
@@ -11,6 +13,8 @@ TransportRegistry TransportRegistry::with_builtins() {
   TransportRegistry registry;
   gloo::register_transport(registry);
   shm::register_transport(registry);
+  hierarchical::register_transport(registry);
+  register_auto(registry);
   return registry;
 }
 

@@ -32,6 +32,10 @@ struct TransportContext {
   // unknown). A transport that needs every rank on one host (shm) refuses at
   // once when it is below `size`, and otherwise checks through the store.
   int local_size = 0;
+  // The launcher's name for this rank's host (layout.h: ranks that give the
+  // same name share a host); empty when unknown (all such ranks count as one
+  // host).
+  std::string host;
 };
 
 using TransportFactory =

@@ -47,6 +47,21 @@ def test_collectives_check_on_three_hosts(plain_agents, hvdrun, secret):
         assert f"collectives_check: rank {rank} of 6 OK" in lines.get(rank, []), r.stdout
 
 
+def test_every_op_on_three_hosts_with_each_cpu_transport(plain_agents, hvdrun, secret):
+    # auto picks hierarchical here (three hosts of two ranks: shm inside each
+    # host, gloo across); hierarchical and gloo forced give the same results.
+    for transport, picked in (("auto", "hierarchical"), ("hierarchical", "hierarchical"),
+                              ("gloo", "gloo")):
+        r = hvdrun(["-np", "6", "-H", HOSTS, "--secret-file", secret, "-x",
+                    f"HVD_CPU_TRANSPORT={transport}", "--log-level", "info",
+                    executable("ops_check")], timeout=180)
+        assert r.returncode == 0, f"{transport}\nstdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+        lines = worker_lines(r.stdout)
+        for rank in range(6):
+            assert f"ops_check: rank {rank} of 6 OK" in lines.get(rank, []), r.stdout
+        assert f"cpu transport {picked}" in r.stderr, (transport, r.stderr)
+
+
 def test_ranks_are_host_major_with_bind_addresses(cluster, plain_agents, hvdrun, secret):
     r = hvdrun(["-H", HOSTS, "--secret-file", secret, executable("init_stamp")], timeout=60)
     assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"

@@ -76,10 +76,8 @@ bool PeerWatch::has_died(int peer) const {
 
 common::Status PeerWatch::check_one(int peer) const {
   if (peer == rank_) return common::Status::ok();
-  if (has_died(peer)) {
-    return common::unavailable("rank " + std::to_string(peer) + " (pid " +
-                               std::to_string(pids_[static_cast<size_t>(peer)]) + ") died");
-  }
+  // A peer that left saying why (then perhaps exited) is reported by its
+  // reason; one that vanished without a word, as dead.
   const RankSlot& slot = segment_.slot(peer);
   if (std::atomic_ref<const uint32_t>(slot.state).load(std::memory_order_acquire) == kSlotLeft) {
     int blamed = std::atomic_ref<const int32_t>(slot.blamed).load(std::memory_order_relaxed) - 1;
@@ -94,6 +92,10 @@ common::Status PeerWatch::check_one(int peer) const {
     }
     return common::unavailable("rank " + std::to_string(peer) +
                                " left (its shm transport failed, was aborted or was closed)");
+  }
+  if (has_died(peer)) {
+    return common::unavailable("rank " + std::to_string(peer) + " (pid " +
+                               std::to_string(pids_[static_cast<size_t>(peer)]) + ") died");
   }
   return common::Status::ok();
 }

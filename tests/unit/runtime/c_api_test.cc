@@ -130,7 +130,7 @@ TEST_CASE("c api: a malformed environment fails init with the variable named", "
   clear_environment();
   setenv("HVD_CPU_TRANSPORT", "mpi", 1);
   CHECK(hvd_init() == HVD_ERR_NOT_FOUND);
-  CHECK(std::string(hvd_last_error()) == "unknown transport 'mpi' (registered: gloo, shm)");
+  CHECK(std::string(hvd_last_error()) == "unknown transport 'mpi' (registered: auto, gloo, hierarchical, shm)");
   clear_environment();
 }
 

@@ -29,6 +29,7 @@ std::vector<Problems> run_ranks(
         context.store = &store;
         context.key_prefix = "test/" + options.transport + "/";
         context.timeout = options.timeout;
+        if (options.host) context.host = options.host(rank);
         auto transport = registry.create(options.transport, context);
         if (!transport.is_ok()) {
           mine.push_back("create: " + transport.status().to_string());

@@ -23,6 +23,8 @@ struct RankOptions {
   int size = 1;
   std::chrono::milliseconds timeout{10000};  // the transports' own timeout
   std::chrono::seconds deadline{60};         // for each rank's thread to finish
+  // Each rank's host name (TransportContext::host); unset: "" for every rank.
+  std::function<std::string(int)> host;
 };
 
 // body(rank, transport, problems). A rank whose transport cannot be created

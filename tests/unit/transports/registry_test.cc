@@ -6,13 +6,13 @@ namespace hvd::transports {
 
 TEST_CASE("registry: built-ins and unknown names", "[registry]") {
   TransportRegistry registry = TransportRegistry::with_builtins();
-  CHECK(registry.names(DeviceKind::kCpu) == std::vector<std::string>{"gloo", "shm"});
+  CHECK(registry.names(DeviceKind::kCpu) == std::vector<std::string>{"auto", "gloo", "hierarchical", "shm"});
   CHECK(registry.names(DeviceKind::kCuda).empty());
 
   auto missing = registry.create("mpi", TransportContext{});
   REQUIRE_FALSE(missing.is_ok());
   CHECK(missing.status().code() == common::StatusCode::kNotFound);
-  CHECK(missing.status().message() == "unknown transport 'mpi' (registered: gloo, shm)");
+  CHECK(missing.status().message() == "unknown transport 'mpi' (registered: auto, gloo, hierarchical, shm)");
 }
 
 TEST_CASE("registry: a factory's own refusal comes back as is", "[registry]") {

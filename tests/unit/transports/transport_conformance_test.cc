@@ -193,11 +193,12 @@ TEST_CASE("allreduce: average is refused without failing the transport", "[trans
   options.transport = transport_under_test();
   options.size = GENERATE_COPY(from_range(world_sizes(options.transport)));
   CAPTURE(options.transport, options.size);
-  require_no_problems(run_ranks(options, [&options](int, std::unique_ptr<Transport>& t, Problems& p) {
+  require_no_problems(run_ranks(options, [](int, std::unique_ptr<Transport>& t, Problems& p) {
     std::vector<uint16_t> halves(8, 0x3c00);
     for (DataType type : {DataType::kFloat16, DataType::kBFloat16}) {
       Status s = t->allreduce({halves.data(), halves.size() * 2}, type, ReduceOp::kAverage);
-      std::string expected = "the " + options.transport + " transport has no average reduction for " +
+      // (t->name(): "auto" is the transport it picked.)
+      std::string expected = "the " + std::string(t->name()) + " transport has no average reduction for " +
                              std::string(common::data_type_name(type));
       if (s.code() != StatusCode::kInvalidArgument || s.message() != expected) {
         p.push_back("average allreduce gave '" + s.to_string() + "'");

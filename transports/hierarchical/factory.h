@@ -1,0 +1,24 @@
+// The hierarchical transport's entry points (hierarchical_transport.h): it
+// builds three worlds out of the one it is asked for — this host's ranks
+// (shm), this local rank's peers on the other hosts and every rank (gloo) —
+// under key prefixes of their own below context.key_prefix.
+#pragma once
+
+#include <memory>
+
+#include "transports/layout.h"
+#include "transports/registry.h"
+
+namespace hvd::transports::hierarchical {
+
+inline constexpr char kName[] = "hierarchical";
+
+// kFailedPrecondition when the hosts do not all have the same number of ranks.
+Result<std::unique_ptr<Transport>> create(const TransportContext& context, const Layout& layout);
+// The same, learning the layout through the store first (layout.h).
+Result<std::unique_ptr<Transport>> create(const TransportContext& context);
+
+// Adds "hierarchical" (DeviceKind::kCpu) to the registry.
+void register_transport(TransportRegistry& registry);
+
+}  // namespace hvd::transports::hierarchical
