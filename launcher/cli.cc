@@ -7,6 +7,7 @@
 #include <map>
 #include <sstream>
 
+#include "launcher/check_build.h"
 #include "launcher/exit_codes.h"
 #include "launcher/horovod_shim.h"
 #include "launcher/host_discovery.h"
@@ -152,6 +153,7 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
   std::string config_file;
   bool verbose = false;
   bool horovod_compat = false;
+  bool check_build = false;
   std::vector<std::string> env_args;
 
   app.add_option("--np,--num-proc", np, "Number of worker processes (also spelled -np)")
@@ -167,6 +169,9 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
                  "Also write each rank's output to DIR/rank.N/stdout and DIR/rank.N/stderr")
       ->type_name("DIR");
   app.add_flag("--verbose", verbose, "Print the rank plan and the rendezvous address");
+  app.add_flag("--check-build", check_build,
+               "Print hvd's version, transports (with whether they can run here), plugins and "
+               "features, and exit");
   app.add_flag("--horovod-compat", horovod_compat,
                "Let unchanged Horovod scripts run: 'import horovod.torch' gives hvd.torch");
   app.add_option("-x,--env", env_args,
@@ -249,6 +254,11 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
     return usage_error(e.what());
   }
 
+  if (check_build) {
+    return CliExit{0, check_build_report(transports::TransportRegistry::with_builtins(),
+                                         HVD_VERSION),
+                   ""};
+  }
   if (split.command.empty()) return usage_error(std::string("missing command (") + kUsage + ")");
 
   LaunchOptions options;

@@ -12,7 +12,6 @@
 #include "common/logging.h"
 #include "common/round_keys.h"
 #include "runtime/engine/agreement.h"
-#include "transports/registry.h"
 
 namespace hvd::runtime {
 
@@ -59,8 +58,13 @@ Result<std::unique_ptr<transports::Transport>> Runtime::connect(const std::strin
   context.bind_address = world_.bind_address;
   context.host = world_.hostname;
   context.timeout = seconds_setting(settings_, "transport_timeout");
-  return transports::TransportRegistry::with_builtins().create(settings_.get("cpu_transport"),
-                                                               context);
+  if (size == world_.size) {
+    // The global set: the host layout is known (a process set's is not yet).
+    context.local_rank = world_.local_rank;
+    context.cross_rank = world_.cross_rank;
+    context.cross_size = world_.cross_size;
+  }
+  return registry_.create(transports::DeviceKind::kCpu, settings_.get("cpu_transport"), context);
 }
 
 std::shared_ptr<engine::SetEngine> Runtime::make_engine(

@@ -34,6 +34,7 @@
 #include "runtime/heartbeat.h"
 #include "runtime/membership_watch.h"
 #include "runtime/rendezvous_client.h"
+#include "transports/registry.h"
 #include "transports/transport.h"
 
 namespace hvd::runtime {
@@ -123,6 +124,8 @@ class Runtime {
 
   WorldInfo world_;
   config::Settings settings_;
+  // Built once: a plugin's library, once loaded, stays known to it.
+  const transports::TransportRegistry registry_ = transports::TransportRegistry::with_builtins();
   int64_t epoch_ = 0;
   int slot_ = -1;  // with a rendezvous: HVD_RANK (elastic jobs: the slot, not the round's rank)
   std::unique_ptr<ForeignJob> foreign_;           // set when a foreign launcher started us

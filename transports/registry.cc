@@ -5,6 +5,7 @@
 #include "transports/auto_select.h"
 #include "transports/gloo/factory.h"
 #include "transports/hierarchical/factory.h"
+#include "transports/plugin/known_plugins.h"
 #include "transports/shm/factory.h"
 
 namespace hvd::transports {
@@ -15,32 +16,72 @@ TransportRegistry TransportRegistry::with_builtins() {
   shm::register_transport(registry);
   hierarchical::register_transport(registry);
   register_auto(registry);
+  plugin::register_known_plugins(registry);
   return registry;
 }
 
-void TransportRegistry::add(std::string name, DeviceKind device, TransportFactory factory) {
-  entries_[std::move(name)] = Entry{device, std::move(factory)};
+std::string_view device_kind_name(DeviceKind device) {
+  return device == DeviceKind::kCuda ? "cuda" : "cpu";
+}
+
+void TransportRegistry::add(std::string name, DeviceKind device, TransportFactory factory,
+                            AvailabilityProbe probe) {
+  entries_[std::move(name)] = Entry{device, std::move(factory), std::move(probe)};
+}
+
+Availability TransportRegistry::availability(const Entry& entry) {
+  return entry.probe ? entry.probe() : Availability{};
 }
 
 Result<std::unique_ptr<Transport>> TransportRegistry::create(const std::string& name,
                                                              const TransportContext& context) const {
+  std::vector<std::string> known;
+  for (const auto& [registered, entry] : entries_) known.push_back(registered);
   auto it = entries_.find(name);
-  if (it == entries_.end()) {
-    std::string known;
-    for (const auto& [registered, entry] : entries_) {
-      if (!known.empty()) known += ", ";
-      known += registered;
-    }
-    if (known.empty()) known = "none";
-    return common::not_found("unknown transport '" + name + "' (registered: " + known + ")");
+  return create(name, it == entries_.end() ? nullptr : &it->second, known, context);
+}
+
+Result<std::unique_ptr<Transport>> TransportRegistry::create(DeviceKind device,
+                                                             const std::string& name,
+                                                             const TransportContext& context) const {
+  auto it = entries_.find(name);
+  if (it != entries_.end() && it->second.device != device) {
+    return common::failed_precondition(
+        "transport '" + name + "' is for " + std::string(device_kind_name(it->second.device)) +
+        " tensors, not " + std::string(device_kind_name(device)) + " tensors");
   }
-  return it->second.factory(context);
+  return create(name, it == entries_.end() ? nullptr : &it->second, names(device), context);
+}
+
+Result<std::unique_ptr<Transport>> TransportRegistry::create(
+    const std::string& name, const Entry* entry, const std::vector<std::string>& known,
+    const TransportContext& context) const {
+  if (entry == nullptr) {
+    std::string list;
+    for (const auto& registered : known) list += (list.empty() ? "" : ", ") + registered;
+    if (list.empty()) list = "none";
+    return common::not_found("unknown transport '" + name + "' (registered: " + list + ")");
+  }
+  Availability here = availability(*entry);
+  if (!here.available) {
+    return common::failed_precondition("transport '" + name + "' cannot run here: " +
+                                       here.reason);
+  }
+  return entry->factory(context);
 }
 
 std::vector<std::string> TransportRegistry::names(DeviceKind device) const {
   std::vector<std::string> out;
   for (const auto& [name, entry] : entries_) {
     if (entry.device == device) out.push_back(name);
+  }
+  return out;
+}
+
+std::vector<TransportInfo> TransportRegistry::list() const {
+  std::vector<TransportInfo> out;
+  for (const auto& [name, entry] : entries_) {
+    out.push_back(TransportInfo{name, entry.device, availability(entry)});
   }
   return out;
 }

@@ -1,13 +1,17 @@
 // Maps transport names to factories. The runtime owns one registry (no
 // globals); built-in transports are added by their folder's register_* call,
-// so a new transport is one folder plus one line in registry.cc.
+// so a new transport is one folder plus one line in registry.cc. Each entry
+// declares its device and whether it can run here (with the reason when
+// not): plugins loaded from their own library (transports/plugin/) may not.
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -18,7 +22,27 @@ namespace hvd::transports {
 
 using common::Result;
 
-enum class DeviceKind { kCpu, kCuda };
+// The values are part of the plugin ABI (HVD_PLUGIN_DEVICE_*).
+enum class DeviceKind : int32_t { kCpu = 0, kCuda = 1 };
+
+std::string_view device_kind_name(DeviceKind device);  // "cpu", "cuda"
+
+// Whether a transport can run on this machine; `reason` says why not.
+struct Availability {
+  bool available = true;
+  std::string reason;
+};
+
+// Asked when the registry is listed or a transport created; may be slow the
+// first time (a plugin loads its library), so it caches what it learns.
+using AvailabilityProbe = std::function<Availability()>;
+
+// One registry entry as diagnostics show it (hvdrun --check-build).
+struct TransportInfo {
+  std::string name;
+  DeviceKind device;
+  Availability availability;
+};
 
 // What a factory gets to build a transport for one world.
 struct TransportContext {
@@ -36,6 +60,13 @@ struct TransportContext {
   // same name share a host); empty when unknown (all such ranks count as one
   // host).
   std::string host;
+  // The rest of the layout (plugins such as NCCL need it): this rank on its
+  // host, the host among hosts (cross_size 0: unknown), the device ordinal
+  // (-1: none).
+  int local_rank = 0;
+  int cross_rank = 0;
+  int cross_size = 0;
+  int device = -1;
 };
 
 using TransportFactory =
@@ -46,20 +77,35 @@ class TransportRegistry {
   // A registry holding every built-in transport.
   static TransportRegistry with_builtins();
 
-  void add(std::string name, DeviceKind device, TransportFactory factory);
+  // `probe` null: always available (the built-in CPU transports).
+  void add(std::string name, DeviceKind device, TransportFactory factory,
+           AvailabilityProbe probe = nullptr);
 
-  // NotFound naming the registered transports when `name` is unknown; the
-  // factory's own Status when it cannot serve here.
+  // NotFound naming the registered transports when `name` is unknown;
+  // FailedPrecondition with the probe's reason when it cannot run here; the
+  // factory's own Status when it cannot serve this world.
   Result<std::unique_ptr<Transport>> create(const std::string& name,
+                                            const TransportContext& context) const;
+  // The same for a transport of `device` only: NotFound naming that device's
+  // transports, FailedPrecondition when `name` is another device's.
+  Result<std::unique_ptr<Transport>> create(DeviceKind device, const std::string& name,
                                             const TransportContext& context) const;
 
   std::vector<std::string> names(DeviceKind device) const;
+
+  // Every entry, by name, with its availability (probes run).
+  std::vector<TransportInfo> list() const;
 
  private:
   struct Entry {
     DeviceKind device;
     TransportFactory factory;
+    AvailabilityProbe probe;
   };
+  static Availability availability(const Entry& entry);
+  Result<std::unique_ptr<Transport>> create(const std::string& name, const Entry* entry,
+                                            const std::vector<std::string>& known,
+                                            const TransportContext& context) const;
   std::map<std::string, Entry> entries_;
 };
 

@@ -1,9 +1,9 @@
-// The data-plane interface every transport implements (gloo built in; nccl
-// and shm to come as their own folders). The engine uses it for collectives
-// and for negotiation. Every call blocks until done or failed, within the
-// transport timeout; a failure leaves the transport failed: later calls
-// return the same error (a dead peer is not forgotten). Collectives come from
-// one thread at a time; abort() (below) may come from any thread.
+// The data-plane interface every transport implements (gloo and shm built
+// in; nccl a plugin library, adapted by plugin/). The engine uses it for
+// collectives and for negotiation. Every call blocks until done or failed,
+// within the transport timeout; a failure leaves the transport failed: later
+// calls return the same error (a dead peer is not forgotten). Collectives
+// come from one thread at a time; abort() (below) may come from any thread.
 //
 // Buffers are bytes; every count below is in bytes and a multiple of the
 // element size where a DataType is given.

@@ -1,0 +1,17 @@
+// `hvdrun --check-build`, like `horovodrun --check-build`: what this build
+// of hvd can do on this machine. The version, the ABIs, the frameworks, every
+// registered transport with its device and whether it can run here (the
+// reason when not), the transport plugins found or why not, and features.
+#pragma once
+
+#include <string>
+
+#include "transports/registry.h"
+
+namespace hvd::launcher {
+
+// The report, many lines; `version` is hvd's.
+std::string check_build_report(const transports::TransportRegistry& registry,
+                               const std::string& version);
+
+}  // namespace hvd::launcher

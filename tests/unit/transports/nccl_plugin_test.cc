@@ -1,0 +1,56 @@
+// libhvd_nccl.so as the runtime meets it (built only when CMake found CUDA
+// and NCCL): it loads as a valid plugin anywhere; on a machine without a
+// usable GPU its can_run() refuses with one clear reason, and the CPU
+// transports are unaffected. On a GPU machine the refusal checks are
+// skipped, saying so.
+#include <catch2/catch.hpp>
+
+#include <vector>
+
+#include "transports/plugin/plugin_loader.h"
+
+namespace hvd::transports::plugin {
+
+TEST_CASE("nccl plugin: loads, and says clearly when it cannot run here", "[plugin][nccl]") {
+  auto loaded = LoadedPlugin::load(HVD_NCCL_PLUGIN_PATH);
+  REQUIRE(loaded.is_ok());
+  CHECK(loaded.value()->name() == "nccl");
+  CHECK(loaded.value()->device() == DeviceKind::kCuda);
+  CHECK(loaded.value()->abi_version() == HVD_TRANSPORT_PLUGIN_ABI_VERSION);
+
+  Availability here = loaded.value()->can_run();
+  CHECK_FALSE(here.available);  // no collectives yet, GPU or not
+  if (here.reason.find("no usable CUDA device") == std::string::npos &&
+      here.reason.find("no CUDA device") == std::string::npos) {
+    WARN("a CUDA device is usable here, not checking the no-GPU refusal: " << here.reason);
+    return;
+  }
+  CHECK_THAT(here.reason, Catch::Contains("cudaGetDeviceCount"));
+  CHECK(here.reason.find('\n') == std::string::npos);
+}
+
+TEST_CASE("nccl plugin: the registry refuses it with the reason, gloo still works",
+          "[plugin][nccl]") {
+  TransportRegistry registry = TransportRegistry::with_builtins();
+  bool listed = false;
+  for (const auto& entry : registry.list()) {
+    if (entry.name != "nccl") continue;
+    listed = true;
+    CHECK(entry.device == DeviceKind::kCuda);
+    CHECK_FALSE(entry.availability.available);
+    CHECK_FALSE(entry.availability.reason.empty());
+  }
+  CHECK(listed);
+  auto refused = registry.create(DeviceKind::kCuda, "nccl", TransportContext{});
+  REQUIRE_FALSE(refused.is_ok());
+  CHECK(refused.status().code() == common::StatusCode::kFailedPrecondition);
+  CHECK_THAT(refused.status().message(), Catch::StartsWith("transport 'nccl' cannot run here: "));
+
+  auto gloo = registry.create(DeviceKind::kCpu, "gloo", TransportContext{});
+  REQUIRE(gloo.is_ok());
+  std::vector<int32_t> data{1, 2, 3};
+  CHECK(gloo.value()->allreduce({data.data(), 12}, DataType::kInt32, ReduceOp::kSum).is_ok());
+  CHECK(data == std::vector<int32_t>{1, 2, 3});
+}
+
+}  // namespace hvd::transports::plugin

@@ -1,0 +1,51 @@
+// The plugins the registry knows by name (nccl -> libhvd_nccl.so) and how a
+// plugin becomes a registry entry: declared with its name and device, its
+// library loaded only when the entry is first asked whether it can run or
+// to create a transport (the first CUDA tensor), never before.
+//
+// A library name without '/' is looked for beside the module holding this
+// code (libhvd.so, or hvdrun) and in ../lib from there, then where dlopen
+// looks (LD_LIBRARY_PATH, the rpath).
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "transports/registry.h"
+
+namespace hvd::transports::plugin {
+
+struct KnownPlugin {
+  const char* name;     // the registry name
+  DeviceKind device;
+  const char* library;  // file name of the shared library
+};
+
+// nccl (CUDA, libhvd_nccl.so).
+const std::vector<KnownPlugin>& known_plugins();
+
+// What becomes of a plugin: loaded from `path` (ABI `abi_version`), or
+// `error` saying why not (not found, not a plugin, too new, wrong name).
+struct PluginLoadReport {
+  std::string library;
+  std::string path;
+  unsigned abi_version = 0;
+  std::string error;
+};
+
+// The directories a bare library name is looked for in, in order.
+std::vector<std::filesystem::path> plugin_directories();
+
+// Adds a lazily loaded entry for `plugin` (its library a path or a name).
+// Loading it checks that the plugin's own name and device are the declared
+// ones; what it learns (loaded or not, can run or not) is kept.
+void register_plugin(TransportRegistry& registry, const KnownPlugin& plugin);
+
+// Every known plugin (TransportRegistry::with_builtins calls it).
+void register_known_plugins(TransportRegistry& registry);
+
+// Loads `plugin` now, for diagnostics (hvdrun --check-build).
+PluginLoadReport try_load(const KnownPlugin& plugin);
+
+}  // namespace hvd::transports::plugin

@@ -1,0 +1,118 @@
+/* The transport plugin ABI: what a separately built shared library (such as
+ * libhvd_nccl.so) exports so that libhvd.so can load it with dlopen/dlsym
+ * and use it as a Transport, without linking anything the plugin needs
+ * (CUDA, NCCL). Plain C, versioned like NCCL's net plugins:
+ *
+ *  - the library exports one object, HVD_TRANSPORT_PLUGIN_SYMBOL, of type
+ *    hvd_transport_plugin_t, whose first two fields are struct_size and
+ *    abi_version;
+ *  - a loader accepts every version from HVD_TRANSPORT_PLUGIN_ABI_OLDEST to
+ *    its own HVD_TRANSPORT_PLUGIN_ABI_VERSION (struct_size tells which
+ *    fields exist) and refuses a newer one with an error naming both;
+ *  - fields are only ever appended; a new field means a new abi_version.
+ *
+ * Data types, reduce ops and error codes are the HVD_* constants of
+ * hvd/c_api.h. Every op blocks until done or failed (a CUDA plugin: until
+ * the op is enqueued on `stream`, or the caller's stream when NULL) and
+ * returns HVD_OK or an HVD_ERR_* code with a message in *status. Counts are
+ * in bytes. Ops on one handle come from one thread at a time; abort() may
+ * come from any thread. */
+#ifndef HVD_TRANSPORT_PLUGIN_H_
+#define HVD_TRANSPORT_PLUGIN_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hvd/c_api.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HVD_TRANSPORT_PLUGIN_ABI_VERSION 1u
+#define HVD_TRANSPORT_PLUGIN_ABI_OLDEST 1u
+#define HVD_TRANSPORT_PLUGIN_SYMBOL "hvd_transport_plugin"
+
+/* Devices whose memory a plugin's ops take (hvd::transports::DeviceKind). */
+#define HVD_PLUGIN_DEVICE_CPU 0
+#define HVD_PLUGIN_DEVICE_CUDA 1
+
+/* Bytes of an error message, the terminating NUL included. */
+#define HVD_PLUGIN_MESSAGE_SIZE 512
+
+/* An op's outcome: code is HVD_OK or an HVD_ERR_* code; message says why. */
+typedef struct hvd_plugin_status {
+  int32_t code;
+  char message[HVD_PLUGIN_MESSAGE_SIZE];
+} hvd_plugin_status;
+
+/* The rendezvous key-value store of the job, for exchanging addresses or an
+ * ncclUniqueId. Keys are the plugin's own; prefix them with the world's
+ * key_prefix. Both return HVD_OK or an HVD_ERR_* code (HVD_ERR_TIMEOUT when
+ * get's key did not appear within timeout_ms). get copies at most
+ * `capacity` bytes to `value` and sets *length to the value's full size
+ * (HVD_ERR_INVALID_ARGUMENT when it is larger than capacity). */
+typedef struct hvd_plugin_store {
+  void* self;
+  int32_t (*set)(void* self, const char* key, const void* value, size_t length,
+                 hvd_plugin_status* status);
+  int32_t (*get)(void* self, const char* key, int64_t timeout_ms, void* value, size_t capacity,
+                 size_t* length, hvd_plugin_status* status);
+} hvd_plugin_store;
+
+/* One world (a process set) to build a transport for. */
+typedef struct hvd_plugin_world {
+  uint32_t struct_size; /* sizeof(hvd_plugin_world) of the loader */
+  int32_t rank;
+  int32_t size;
+  int32_t local_rank; /* on this host; local_size 0: unknown */
+  int32_t local_size;
+  int32_t cross_rank; /* among the hosts; cross_size 0: unknown */
+  int32_t cross_size;
+  int32_t device;     /* device ordinal (CUDA), -1 for none */
+  int64_t timeout_ms; /* for connecting and for each op */
+  const char* key_prefix;
+  hvd_plugin_store store; /* store.self NULL only when size == 1 */
+} hvd_plugin_world;
+
+typedef struct hvd_transport_plugin_t {
+  uint32_t struct_size; /* sizeof(hvd_transport_plugin_t) of the plugin */
+  uint32_t abi_version; /* HVD_TRANSPORT_PLUGIN_ABI_VERSION of the plugin */
+  const char* name;     /* the registry name: "nccl" */
+  int32_t device;       /* HVD_PLUGIN_DEVICE_* */
+
+  /* 1 when the transport can run on this machine; 0 with the reason in
+   * why[0..why_len) ("no CUDA device", "libnccl.so.2 not found"). */
+  int32_t (*can_run)(char* why, size_t why_len);
+
+  /* Connects this rank to its world; *handle is the transport. */
+  int32_t (*create)(const hvd_plugin_world* world, void** handle, hvd_plugin_status* status);
+
+  /* In place; op is HVD_OP_SUM, _MIN, _MAX or _PRODUCT. */
+  int32_t (*allreduce)(void* handle, void* data, size_t bytes, int32_t dtype, int32_t op,
+                       void* stream, hvd_plugin_status* status);
+  /* out gets every rank's input in rank order; counts[r]: bytes of rank r. */
+  int32_t (*allgatherv)(void* handle, const void* in, size_t in_bytes, void* out,
+                        size_t out_bytes, const int64_t* counts, int32_t ranks, void* stream,
+                        hvd_plugin_status* status);
+  int32_t (*broadcast)(void* handle, void* data, size_t bytes, int32_t root, void* stream,
+                       hvd_plugin_status* status);
+  int32_t (*alltoallv)(void* handle, const void* in, size_t in_bytes, const int64_t* send_counts,
+                       void* out, size_t out_bytes, const int64_t* recv_counts, int32_t ranks,
+                       void* stream, hvd_plugin_status* status);
+  /* As hvd::transports::Transport::reducescatter. */
+  int32_t (*reducescatter)(void* handle, const void* in, size_t in_bytes, void* out,
+                           size_t out_bytes, const int64_t* recv_counts, int32_t ranks,
+                           int32_t dtype, int32_t op, void* stream, hvd_plugin_status* status);
+  int32_t (*barrier)(void* handle, void* stream, hvd_plugin_status* status);
+  /* Fails the transport for good (Transport::abort); any thread, idempotent. */
+  void (*abort)(void* handle, int32_t code, const char* reason);
+  /* Frees the transport; the handle is not used afterwards. */
+  void (*destroy)(void* handle);
+} hvd_transport_plugin_t;
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* HVD_TRANSPORT_PLUGIN_H_ */
