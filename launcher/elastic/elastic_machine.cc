@@ -34,7 +34,7 @@ ElasticMachine::ElasticMachine(Limits limits, HostTable hosts,
       workers_(static_cast<size_t>(std::max<int>(limits.max_np, static_cast<int>(initial.size())))),
       initial_np_(static_cast<int>(initial.size())) {
   for (size_t slot = 0; slot < initial.size(); ++slot) {
-    workers_[slot] = {initial[slot], Phase::kStarting};
+    workers_[slot] = {initial[slot], Phase::kStarting, /*initial=*/true};
   }
   Actions ignored;
   check_min(ignored, now);
@@ -314,9 +314,12 @@ void ElasticMachine::fill(Actions& out, Clock::time_point now) {
 
 void ElasticMachine::check_done(Actions& out) {
   if (!finishing() || state_ == State::kFailed || state_ == State::kDone) return;
-  // Done once no member runs; workers still starting are not needed.
+  // Done once no member runs, nor a worker hvdrun launched at the start
+  // (one that never joins a round is waited for: its output is the job's);
+  // replacements and new workers still waiting to join are not needed.
   const bool member_runs = std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) {
-    return w.phase == Phase::kMember || w.phase == Phase::kStopping;
+    return w.phase == Phase::kMember || w.phase == Phase::kStopping ||
+           (w.phase == Phase::kStarting && w.initial);
   });
   if (member_runs) return;
   state_ = State::kDone;

@@ -121,6 +121,7 @@ class ElasticMachine {
   struct Worker {
     std::string host;
     Phase phase = Phase::kGone;
+    bool initial = false;  // launched at the start (not a replacement or growth)
   };
   bool live(const Worker& w) const {
     return w.phase == Phase::kStarting || w.phase == Phase::kMember || w.phase == Phase::kStopping;

@@ -149,19 +149,18 @@ def test_below_min_np_the_job_says_what_is_missing_and_times_out(hvdrun, tmp_pat
 def test_a_host_whose_workers_keep_failing_is_blacklisted_for_a_cooldown(hvdrun, tmp_path):
     # Rank 1 fails three times in a row before it ever joins: its host is
     # blacklisted for 1 s (--blacklist-cooldown-range 1 2), then used again,
-    # and the fourth worker in slot 1 succeeds: the job is done (rank 0, a
-    # worker that never joined a round, is not waited for).
+    # and the fourth worker in slot 1 succeeds; rank 0 finishes too.
     tries = tmp_path / "tries"
     worker = ('if [ "$HVD_RANK" = 1 ]; then echo x >> ' + str(tries) + '; '
               'if [ $(wc -l < ' + str(tries) + ') -le 3 ]; then exit 7; fi; echo slot1 done; '
-              'else sleep 30; fi')
+              'else sleep 4; echo slot0 done; fi')
     r = run([hvdrun, "-np", "2", "--min-np", "1", "--blacklist-cooldown-range", "1", "2",
              "sh", "-c", worker], timeout=25, env=ENV)
     assert r.returncode == 0, r.stderr
     assert tries.read_text().count("x") == 4, r.stderr
     assert ("hvdrun: host localhost is blacklisted for 1 s: 3 failed workers in a row"
             in r.stderr), r.stderr
-    assert "slot1 done" in r.stdout, r.stdout
+    assert "slot1 done" in r.stdout and "slot0 done" in r.stdout, r.stdout
 
 
 def test_reset_limit_ends_a_job_that_keeps_failing(hvdrun, tmp_path):

@@ -329,6 +329,14 @@ TEST_CASE("elastic machine: the job is done when its members have finished", "[e
   CHECK(n.worker_exited(1, false, 0, "rank 1 exited with code 0", t0).empty());
   CHECK(render(n.worker_exited(0, false, 0, "rank 0 exited with code 0", t0)) == Strings{"end 0 "});
   CHECK(n.state() == State::kDone);
+
+  // A worker launched at the start that never joined a round (not an hvd
+  // program) is waited for: its output is the job's.
+  ElasticMachine q = machine({1, 2, 10, 600s}, {{"h1", 2}}, {"h1", "h1"});
+  CHECK(q.worker_exited(1, false, 0, "rank 1 exited with code 0", t0).empty());
+  CHECK(q.state() == State::kStarting);
+  CHECK(render(q.worker_exited(0, false, 0, "rank 0 exited with code 0", t0 + 1s)) ==
+        Strings{"end 0 "});
 }
 
 TEST_CASE("elastic machine: a silent worker is killed and replaced", "[elastic]") {
