@@ -20,7 +20,8 @@ constexpr std::array kSettings = {
     SettingSpec{"cpu_transport", "HVD_CPU_TRANSPORT", "", SettingType::kString, "gloo",
                 "Transport for CPU tensors (registered: gloo)"},
     SettingSpec{"cycle_time_ms", "HVD_CYCLE_TIME_MS", "HOROVOD_CYCLE_TIME", SettingType::kNumber,
-                "1", "Milliseconds between two negotiation cycles of the engine"},
+                "1", "Longest batching window of the engine, in milliseconds: ops enqueued "
+                "together are negotiated together (no latency floor: a lone op starts at once)"},
     SettingSpec{"fusion_threshold", "HVD_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD",
                 SettingType::kByteSize, "67108864",
                 "Bytes of tensors fused into one transport call (0 disables fusion)"},
