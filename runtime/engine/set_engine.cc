@@ -111,7 +111,7 @@ void SetEngine::wait_for_cycle(Clock::time_point last_start, Clock::time_point l
       std::chrono::duration<double, std::milli>(options_.cycle_time_ms));
   Clock::duration quiet = options_.batch_quiet;
   if (quiet.count() < 0) {
-    quiet = std::min<Clock::duration>(cycle / 10, std::chrono::microseconds(100));
+    quiet = std::min<Clock::duration>(cycle / 50, std::chrono::microseconds(20));
   }
   if (!queue_.has_work() && !controller_.has_news()) {
     if (!controller_.busy()) {

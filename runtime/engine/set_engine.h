@@ -60,7 +60,7 @@ struct SetEngineOptions {
   std::chrono::seconds stall_shutdown{0};
   std::chrono::seconds no_progress{10};      // 0: never (see no_progress.h)
   std::chrono::milliseconds idle_wake{100};  // longest sleep of an idle engine
-  // The batching window's quiet time; negative: cycle_time / 10, at most 100 us.
+  // The batching window's quiet time; negative: cycle_time / 50, at most 20 us.
   std::chrono::microseconds batch_quiet{-1};
   // Called on the engine thread with the Status of a failed exchange or
   // transport call (not after abort()); may call abort() on any engine.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <thread>
 #include <utility>
 
 namespace hvd::runtime::engine {
@@ -161,11 +162,22 @@ void TensorQueue::wait(Clock::time_point deadline, bool wake_on_work) {
 }
 
 void TensorQueue::wait_quiet(Clock::duration quiet, Clock::duration longest) {
+  // Timed sleeps overshoot by the kernel's timer slack (50 us by default),
+  // more than a short window lasts: below this, yield the core instead (to
+  // the thread that is pushing, when it shares it) and look again.
+  constexpr Clock::duration kShortest = std::chrono::microseconds(200);
   std::unique_lock lock(mu_);
   while (!interrupted_ && !queued_.empty()) {
     const Clock::time_point until = std::min(last_push_ + quiet, first_push_ + longest);
-    if (Clock::now() >= until) return;
-    wake_.wait_until(lock, until);  // pushes do not notify: this re-reads last_push_
+    const Clock::time_point now = Clock::now();
+    if (now >= until) return;
+    if (until - now >= kShortest) {
+      wake_.wait_until(lock, until);  // pushes do not notify: this re-reads last_push_
+    } else {
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+    }
   }
 }
 
