@@ -152,6 +152,25 @@ TEST_CASE("pacing: ops enqueued together are negotiated and fused together", "[e
   CHECK(after.fused_tensors - before.fused_tensors >= 20);
 }
 
+TEST_CASE("pacing: a backward pass of 161 tensors still fuses with the default window",
+          "[engine][pacing]") {
+  WorldOptions o;
+  o.size = 2;  // default cycle time and batching window
+  EngineWorld w(o);
+  const std::vector<std::string> grads = names("grad", 161);  // ResNet-50's count
+  for (int step = 0; step < 2; ++step) {  // the second step through the cache
+    EngineStats before = w.engine(0).stats();
+    CHECK_NO_PROBLEMS(on_ranks(2, [&](int r) { return Ops(w, r).run(grads); }));
+    EngineStats after = w.engine(0).stats();
+    INFO("step " << step);
+    CHECK(after.responses - before.responses == 161);
+    // One call here when quiet; a preempted enqueuing thread may split it.
+    CHECK(after.data_calls - before.data_calls <= 8);
+    CHECK(after.fused_tensors - before.fused_tensors >= 140);
+    if (step == 1) CHECK(after.cache_hits - before.cache_hits == 161);
+  }
+}
+
 TEST_CASE("pacing: the batching window ends at the cycle time", "[engine][pacing]") {
   WorldOptions o;
   o.size = 2;
