@@ -21,7 +21,8 @@ constexpr std::array kSettings = {
                 "Transport for CPU tensors: auto (shm when every rank of a set is on one host, "
                 "hierarchical when each host has several, else gloo), gloo, shm, hierarchical"},
     SettingSpec{"cycle_time_ms", "HVD_CYCLE_TIME_MS", "HOROVOD_CYCLE_TIME", SettingType::kNumber,
-                "1", "Milliseconds between two negotiation cycles of the engine"},
+                "1", "Longest batching window of the engine, in milliseconds: ops enqueued "
+                "together are negotiated together (no latency floor: a lone op starts at once)"},
     SettingSpec{"fusion_threshold", "HVD_FUSION_THRESHOLD", "HOROVOD_FUSION_THRESHOLD",
                 SettingType::kByteSize, "67108864",
                 "Bytes of tensors fused into one transport call (0 disables fusion)"},

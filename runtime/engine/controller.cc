@@ -156,6 +156,7 @@ Status Controller::negotiate(bool stop, bool blocked, CyclePlan& plan) {
   inspect_stalls(plan);
   complete_join(plan);
   check_progress(plan);
+  note_waiting();
   counters_.bump(counters_.responses, static_cast<int64_t>(plan.responses.size()));
   return Status::ok();
 }

@@ -63,6 +63,14 @@ class Controller {
 
   // This rank waits for others: it holds ops not yet agreed, or a join.
   bool busy() const { return !pending_.empty() || join_entry_.has_value(); }
+  // This rank holds ops it has not announced yet (its next exchange says
+  // something new).
+  bool has_news() const;
+  // After the last negotiate(): every rank of the set holds an op (or a join)
+  // that waits for another rank, so no exchange can progress until some
+  // rank enqueues more. The same answer on every rank (same data); false
+  // before the first cycle. See SetEngine's pacing.
+  bool every_rank_waits() const { return every_rank_waits_; }
 
   // Every op this rank still holds, for failing them (shutdown, failure).
   void take_all(std::vector<Entry>& out);
@@ -97,6 +105,8 @@ class Controller {
   void collect_pending(std::vector<PendingTensor>& out, bool with_complete) const;
   void inspect_stalls(CyclePlan& plan);
   void check_progress(CyclePlan& plan);
+  // Sets every_rank_waits_ from what is left undecided after this cycle.
+  void note_waiting();
   // Fails every op pending on this rank, and forgets every row (the same
   // decision on every rank).
   void fail_pending(const common::Status& error, CyclePlan& plan);
@@ -136,6 +146,8 @@ class Controller {
   std::vector<RowIterator> ready_;
   std::vector<PendingTensor> stalled_;
   bool had_payload_ = false;
+  bool every_rank_waits_ = false;
+  std::vector<uint8_t> waits_;  // per rank, scratch of note_waiting()
 };
 
 }  // namespace hvd::runtime::engine

@@ -1,6 +1,7 @@
 // The controller's answers to ops that cannot run (docs/engine.md): stall
 // warnings and the stall shutdown for tensors some ranks have not submitted,
-// and the no-progress check for a set whose ranks all wait on one another.
+// the no-progress check for a set whose ranks all wait on one another, and
+// which ranks wait at all (the engine's pacing).
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -53,6 +54,24 @@ void Controller::collect_pending(std::vector<PendingTensor>& out, bool with_comp
   for (const auto& [slot, seen] : partial_slots_) {
     add(cache_.at(slot).name, seen.first, [&](int r) { return has_bit(r, slot); });
   }
+}
+
+bool Controller::has_news() const {
+  return std::any_of(pending_.begin(), pending_.end(),
+                     [](const auto& p) { return p.second.cache_slot < 0 && !p.second.announced; });
+}
+
+void Controller::note_waiting() {
+  const int n = size();
+  waits_.assign(static_cast<size_t>(n), 0);
+  for (int r = 0; r < n; ++r) waits_[static_cast<size_t>(r)] = joined(r) ? 1 : 0;
+  for (const auto& [name, row] : table_) {
+    for (int r = 0; r < n; ++r) waits_[static_cast<size_t>(r)] |= row.announced[static_cast<size_t>(r)];
+  }
+  for (const auto& [slot, seen] : partial_slots_) {
+    for (int r = 0; r < n; ++r) waits_[static_cast<size_t>(r)] |= has_bit(r, slot) ? 1 : 0;
+  }
+  every_rank_waits_ = std::all_of(waits_.begin(), waits_.end(), [](uint8_t w) { return w != 0; });
 }
 
 void Controller::inspect_stalls(CyclePlan& plan) {

@@ -106,22 +106,35 @@ void SetEngine::run() noexcept {
   }
 }
 
-void SetEngine::sleep_until_next_cycle(Clock::time_point last_start, Clock::time_point last_end) {
+void SetEngine::wait_for_cycle(Clock::time_point last_start, Clock::time_point last_end) {
   const auto cycle = std::chrono::duration_cast<Clock::duration>(
       std::chrono::duration<double, std::milli>(options_.cycle_time_ms));
-  if (!controller_.busy()) {
-    // Idle: sleep until work arrives or idle_wake passes (peers waiting for
-    // this rank block in the exchange meanwhile, without spinning).
-    queue_.wait(last_end + std::max<Clock::duration>(options_.idle_wake, cycle), true);
+  Clock::duration quiet = options_.batch_quiet;
+  if (quiet.count() < 0) {
+    quiet = std::min<Clock::duration>(cycle / 50, std::chrono::microseconds(20));
   }
-  queue_.wait(last_start + cycle, false);  // at most one cycle per cycle_time
+  if (!queue_.has_work() && !controller_.has_news()) {
+    if (!controller_.busy()) {
+      // Idle: sleep until work arrives or idle_wake passes (peers waiting for
+      // this rank block in the exchange meanwhile, without spinning).
+      queue_.wait(last_end + options_.idle_wake, true);
+    } else if (controller_.every_rank_waits()) {
+      // Every rank waits on another: only new work (here or, through the
+      // exchange, elsewhere) can help; at most one exchange per cycle_time
+      // (and never a sleep past idle_wake, as when idle).
+      queue_.wait(last_start + std::min<Clock::duration>(cycle, options_.idle_wake), true);
+    }
+    // Else some rank holds nothing yet: go straight in, the exchange blocks
+    // until it comes (with its ops, or after its idle_wake).
+  }
+  queue_.wait_quiet(quiet, cycle);  // the batching window
 }
 
 void SetEngine::cycle_loop(std::vector<Entry>& drained, CyclePlan& plan) {
   Clock::time_point last_start = Clock::now() - std::chrono::hours(1);
   Clock::time_point last_end = last_start;
   for (;;) {
-    sleep_until_next_cycle(last_start, last_end);
+    wait_for_cycle(last_start, last_end);
     if (Status aborted = abort_reason(); !aborted.is_ok()) {
       fail_everything(aborted, plan);  // no exchange: the world is gone
       return;

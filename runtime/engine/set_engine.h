@@ -3,11 +3,18 @@
 // own engine thread, so that the negotiations of different sets never wait
 // for one another. See docs/engine.md and docs/threading.md.
 //
-// The thread cycles every cycle_time while this rank has ops waiting for the
-// other ranks; when it has none it sleeps until an op is enqueued (starting
-// the cycle at once if the last one began at least cycle_time ago) or until
-// idle_wake passes, so an idle engine costs next to nothing yet still joins
-// the exchanges of ranks that wait for it.
+// Pacing (docs/engine.md, "A cycle"): there is no latency floor. An idle
+// engine sleeps until an op is enqueued (or idle_wake passes, so that it
+// still joins the exchanges of ranks that wait for it) and then starts a
+// cycle at once, after a short batching window: it waits while ops keep
+// arriving, until none came for batch_quiet, and never longer than
+// cycle_time after the first one, so a burst (a backward pass) is
+// negotiated and fused as one. A rank whose ops wait for peers goes
+// straight into the next exchange, which blocks (without spinning) until the
+// peers come with their ops; only when every rank waits on another (the
+// ranks enqueued different tensors) does it wait for new work or cycle_time
+// (at most idle_wake), so a set that cannot progress costs at most one
+// exchange per cycle_time.
 //
 // Failures: a transport error fails every pending and later op of the set
 // with that Status (the transport stays failed) and is reported to
@@ -53,6 +60,8 @@ struct SetEngineOptions {
   std::chrono::seconds stall_shutdown{0};
   std::chrono::seconds no_progress{10};      // 0: never (see no_progress.h)
   std::chrono::milliseconds idle_wake{100};  // longest sleep of an idle engine
+  // The batching window's quiet time; negative: cycle_time / 50, at most 20 us.
+  std::chrono::microseconds batch_quiet{-1};
   // Called on the engine thread with the Status of a failed exchange or
   // transport call (not after abort()); may call abort() on any engine.
   std::function<void(const common::Status&)> on_transport_failure;
@@ -89,7 +98,7 @@ class SetEngine {
  private:
   void run() noexcept;
   void cycle_loop(std::vector<Entry>& drained, CyclePlan& plan);
-  void sleep_until_next_cycle(Clock::time_point last_start, Clock::time_point last_end);
+  void wait_for_cycle(Clock::time_point last_start, Clock::time_point last_end);
   common::Status execute(CyclePlan& plan, Timeline* timeline);
   void finish_response(Response& r, Timeline* timeline);
   void complete(Entry& entry, common::Status status, OpOutput output = {});

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <iterator>
+#include <thread>
 #include <utility>
 
 namespace hvd::runtime::engine {
@@ -76,6 +77,7 @@ Status TensorQueue::push(Entry& entry) {
       in_flight_.insert(entry.request.name);
     }
     queued_.push_back(std::move(entry));
+    if (!note_push()) return Status::ok();
   }
   wake_.notify_one();
   return Status::ok();
@@ -109,9 +111,16 @@ Status TensorQueue::push_group(std::vector<Entry>& entries) {
       in_flight_.insert(e.request.name);
       queued_.push_back(std::move(e));
     }
+    if (!note_push()) return Status::ok();
   }
   wake_.notify_one();
   return Status::ok();
+}
+
+bool TensorQueue::note_push() {
+  last_push_ = Clock::now();
+  if (first_push_ == Clock::time_point{}) first_push_ = last_push_;
+  return waiting_for_work_;
 }
 
 void TensorQueue::drain(std::vector<Entry>& out) {
@@ -120,6 +129,7 @@ void TensorQueue::drain(std::vector<Entry>& out) {
   out.insert(out.end(), std::make_move_iterator(queued_.begin()),
              std::make_move_iterator(queued_.end()));
   queued_.clear();
+  first_push_ = {};
 }
 
 void TensorQueue::finish(const Entry& entry) {
@@ -145,8 +155,35 @@ bool TensorQueue::closed() const {
 
 void TensorQueue::wait(Clock::time_point deadline, bool wake_on_work) {
   std::unique_lock lock(mu_);
+  waiting_for_work_ = wake_on_work;
   wake_.wait_until(lock, deadline,
                    [&] { return interrupted_ || (wake_on_work && !queued_.empty()); });
+  waiting_for_work_ = false;
+}
+
+void TensorQueue::wait_quiet(Clock::duration quiet, Clock::duration longest) {
+  // Timed sleeps overshoot by the kernel's timer slack (50 us by default),
+  // more than a short window lasts: below this, yield the core instead (to
+  // the thread that is pushing, when it shares it) and look again.
+  constexpr Clock::duration kShortest = std::chrono::microseconds(200);
+  std::unique_lock lock(mu_);
+  while (!interrupted_ && !queued_.empty()) {
+    const Clock::time_point until = std::min(last_push_ + quiet, first_push_ + longest);
+    const Clock::time_point now = Clock::now();
+    if (now >= until) return;
+    if (until - now >= kShortest) {
+      wake_.wait_until(lock, until);  // pushes do not notify: this re-reads last_push_
+    } else {
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+    }
+  }
+}
+
+bool TensorQueue::has_work() const {
+  std::lock_guard lock(mu_);
+  return !queued_.empty();
 }
 
 void TensorQueue::interrupt() {

@@ -1,7 +1,9 @@
 // The hand-off from user threads to a process set's engine thread. User
 // threads push entries (a request, its buffers, its handle); the engine
 // drains everything queued at the start of each cycle and sleeps on the
-// queue between cycles, so an enqueue can wake it.
+// queue between cycles, so an enqueue wakes it at once. Once woken it may
+// let a burst of pushes gather (wait_quiet: the batching window), so that
+// tensors enqueued together are negotiated together.
 //
 // The queue also keeps the names in flight on its process set (pushed and not
 // yet finished), so that a second op with a pending name is refused at once,
@@ -78,6 +80,14 @@ class TensorQueue {
   // Sleeps until `deadline`; wakes earlier after interrupt(), or when
   // `wake_on_work` and something is queued.
   void wait(Clock::time_point deadline, bool wake_on_work);
+  // The batching window: while something is queued, waits until nothing was
+  // pushed for `quiet`, but no longer than `longest` after the oldest
+  // queued entry arrived (nor past interrupt()). Returns at once when
+  // nothing is queued. Pushes made meanwhile do not wake the engine (it
+  // looks at the time of the last push when its deadline comes).
+  void wait_quiet(Clock::duration quiet, Clock::duration longest);
+  // Whether anything is queued (not drained yet).
+  bool has_work() const;
   // Makes the current and every later wait() return at once (engine stop).
   void interrupt();
 
@@ -87,10 +97,15 @@ class TensorQueue {
   common::Status admit(const Request& request, const std::string& name) const;
   // The name the next unnamed op of `type` gets, `skip` numbers ahead (under mu_).
   std::string auto_name(OpType type, int64_t skip) const;
+  // Records the time of a push (under mu_); whether the engine must be woken.
+  bool note_push();
 
   mutable std::mutex mu_;
   std::condition_variable wake_;
   std::vector<Entry> queued_;
+  Clock::time_point first_push_{};  // of the oldest queued entry
+  Clock::time_point last_push_{};
+  bool waiting_for_work_ = false;   // the engine sleeps in wait(..., true)
   std::unordered_set<std::string> in_flight_;
   std::array<int64_t, 7> auto_names_{};  // next number per op type
   int64_t name_generation_ = 0;

@@ -2,7 +2,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -118,6 +120,50 @@ TEST_CASE("tensor queue: wait sleeps to the deadline, wakes for work or interrup
   stopper.join();
   start = Clock::now();
   q.wait(start + 10s, false);  // interrupted for good
+  CHECK(Clock::now() - start < 1s);
+}
+
+TEST_CASE("tensor queue: the batching window waits for a quiet queue, at most `longest`",
+          "[tensor_queue]") {
+  TensorQueue q;
+  auto start = Clock::now();
+  q.wait_quiet(10s, 10s);  // nothing queued: no window
+  CHECK(Clock::now() - start < 1s);
+  CHECK_FALSE(q.has_work());
+
+  Entry a = entry("a");
+  REQUIRE(q.push(a).is_ok());
+  CHECK(q.has_work());
+  start = Clock::now();
+  q.wait_quiet(30ms, 10s);  // quiet 30 ms after the push
+  CHECK(Clock::now() - start < 5s);
+  start = Clock::now();
+  q.wait_quiet(20us, 10s);  // shorter than a timed sleep's slack: yields, then ends
+  CHECK(Clock::now() - start < 1s);
+
+  // Never quiet enough: `longest` after the oldest queued entry ends it.
+  std::atomic<bool> pushing{true};
+  std::thread pusher([&] {
+    for (int i = 0; pushing.load(); ++i) {
+      Entry e = entry("p" + std::to_string(i));
+      (void)q.push(e);
+      std::this_thread::sleep_for(2ms);
+    }
+  });
+  start = Clock::now();
+  q.wait_quiet(10s, 100ms);
+  CHECK(Clock::now() - start < 5s);
+  pushing.store(false);
+  pusher.join();
+
+  std::vector<Entry> out;
+  q.drain(out);
+  CHECK_FALSE(q.has_work());
+  Entry b = entry("b");
+  REQUIRE(q.push(b).is_ok());
+  q.interrupt();  // an interrupt ends the window at once
+  start = Clock::now();
+  q.wait_quiet(10s, 10s);
   CHECK(Clock::now() - start < 1s);
 }
 
