@@ -24,11 +24,13 @@ ENV = {"PYTHONPATH": str(SOURCE / "python"),
 
 
 def train(hvdrun, tmp_path, victim, kill_at, extra=(), how="kill",
-          np=("-np", "3", "--min-np", "2", "--max-np", "3"), steps=STEPS, env=None):
+          np=("-np", "3", "--min-np", "2", "--max-np", "3"), steps=STEPS, env=None, full=3):
+    # full: the size the last step waits for (a replacement started late
+    # still joins before the end); 0: the run ends at whatever size it has.
     marker = tmp_path / f"{how}-{victim}-{kill_at}"
     return run([hvdrun, *np, "--heartbeat-timeout-seconds", "2", *extra, sys.executable, WORKER,
                 str(marker), str(victim), str(kill_at), str(steps), how, "0.1"], timeout=240,
-               env={**ENV, **(env or {})})
+               env={**ENV, "ELASTIC_FULL_SIZE": str(full), **(env or {})})
 
 
 def check_run(r, ranks=3, steps=STEPS):
@@ -110,7 +112,7 @@ def test_discovery_adds_and_removes_hosts(hvdrun, tmp_path):
     script.write_text(f"#!/bin/sh\ncat {hosts}\n")
     script.chmod(0o700)
     steps = 60
-    r = train(hvdrun, tmp_path, -1, 0, steps=steps,
+    r = train(hvdrun, tmp_path, -1, 0, steps=steps, full=2,
               np=("-np", "2", "--min-np", "2", "--max-np", "3", "--host-discovery-script",
                   str(script), "--discovery-interval", "0.2"),
               env={"HOSTS_FILE": str(hosts), "HOSTS_START": start, "HOSTS_GROW": grow,

@@ -11,7 +11,10 @@ step 5, and HOSTS_SHRINK once 5 steps ran at a size above the first one. Every r
 completed step is never rolled back on a rank that survives), so the test
 can replay the committed steps at the world sizes they ran at. Each rank's data
 depends only on (rank, step), so the final parameters are a deterministic
-function of the committed steps. Prints "final RANK v1 v2 ..." at the end."""
+function of the committed steps. Prints "final RANK v1 v2 ..." at the end.
+With ELASTIC_FULL_SIZE=N in the environment the last step waits (at most
+60 s) until the job is back at N workers, so a replacement started late in
+the run still joins before training ends (check_host_updates lets it in)."""
 
 import os
 import signal
@@ -66,9 +69,24 @@ def write(text):
     os.replace(hosts_file + ".tmp", hosts_file)
 
 
+full_size = int(os.environ.get("ELASTIC_FULL_SIZE", "0"))
+
+
+def wait_for_full_size(state):
+    """Collective, on every rank at the last step: poll the host updates
+    until the replacement joins (HostsUpdatedInterrupt resets the job to
+    the full size and the last step runs again there)."""
+    deadline = time.monotonic() + 60
+    while hvd.size() < full_size and time.monotonic() < deadline:
+        time.sleep(0.05)
+        state.check_host_updates()
+
+
 @hvd.elastic.run
 def train(state):
     while state.batch < steps:
+        if state.batch == steps - 1:
+            wait_for_full_size(state)
         x, y = data(hvd.rank(), state.batch)
         opt.zero_grad()
         torch.nn.functional.mse_loss(model(x), y).backward()
