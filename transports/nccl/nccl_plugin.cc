@@ -1,73 +1,72 @@
 // libhvd_nccl.so's entry point: the hvd_transport_plugin object that
-// libhvd.so finds with dlsym (transports/plugin/transport_plugin.h).
-//
-// In this build the plugin probes for real (CUDA devices, NCCL) but its
-// collectives are not implemented yet: create() and every op fail with
-// HVD_ERR_UNIMPLEMENTED, and can_run() says so on a machine with a GPU
-// (docs/gpu.md).
+// libhvd.so finds with dlsym (transports/plugin/transport_plugin.h). The
+// handle is a NcclComm (transports/nccl/nccl_comm.h); the ops are in
+// nccl_collectives.cc. can_run() probes for real: a CUDA device the runtime
+// can use and NCCL (docs/gpu.md).
 #include <cstdio>
 #include <string>
 
 #include "transports/nccl/cuda_probe.h"
+#include "transports/nccl/nccl_collectives.h"
+#include "transports/nccl/nccl_comm.h"
 #include "transports/plugin/transport_plugin.h"
 
 namespace hvd::transports::nccl {
 
 namespace {
 
-constexpr char kNotImplemented[] =
-    "the nccl transport's collectives are not implemented yet in this build";
-
-int32_t not_implemented(hvd_plugin_status* status) {
-  status->code = HVD_ERR_UNIMPLEMENTED;
-  std::snprintf(status->message, sizeof(status->message), "%s", kNotImplemented);
-  return status->code;
-}
+NcclComm& comm_of(void* handle) { return *static_cast<NcclComm*>(handle); }
 
 int32_t can_run(char* why, size_t why_len) {
   const CudaProbe probe = probe_cuda();
-  std::string reason = probe.reason;
-  if (probe.usable) {
-    reason = std::to_string(probe.devices) + " CUDA device(s) and NCCL " + probe.nccl_version +
-             " found, but " + kNotImplemented;
-  }
-  std::snprintf(why, why_len, "%s", reason.c_str());
-  return 0;
+  std::snprintf(why, why_len, "%s", probe.usable ? "" : probe.reason.c_str());
+  return probe.usable ? 1 : 0;
 }
 
-int32_t create(const hvd_plugin_world*, void** handle, hvd_plugin_status* status) {
-  *handle = nullptr;
-  return not_implemented(status);
+int32_t create(const hvd_plugin_world* world, void** handle, hvd_plugin_status* status) {
+  *handle = NcclComm::create(*world, status);
+  return *handle != nullptr ? HVD_OK : status->code;
 }
 
-int32_t allreduce(void*, void*, size_t, int32_t, int32_t, void*, hvd_plugin_status* status) {
-  return not_implemented(status);
+int32_t allreduce(void* handle, void* data, size_t bytes, int32_t dtype, int32_t op, void* stream,
+                  hvd_plugin_status* status) {
+  return nccl_allreduce(comm_of(handle), data, bytes, dtype, op, stream, status);
 }
 
-int32_t allgatherv(void*, const void*, size_t, void*, size_t, const int64_t*, int32_t, void*,
-                   hvd_plugin_status* status) {
-  return not_implemented(status);
+int32_t allgatherv(void* handle, const void* in, size_t in_bytes, void* out, size_t out_bytes,
+                   const int64_t* counts, int32_t ranks, void* stream, hvd_plugin_status* status) {
+  return nccl_allgatherv(comm_of(handle), in, in_bytes, out, out_bytes, counts, ranks, stream,
+                         status);
 }
 
-int32_t broadcast(void*, void*, size_t, int32_t, void*, hvd_plugin_status* status) {
-  return not_implemented(status);
+int32_t broadcast(void* handle, void* data, size_t bytes, int32_t root, void* stream,
+                  hvd_plugin_status* status) {
+  return nccl_broadcast(comm_of(handle), data, bytes, root, stream, status);
 }
 
-int32_t alltoallv(void*, const void*, size_t, const int64_t*, void*, size_t, const int64_t*,
-                  int32_t, void*, hvd_plugin_status* status) {
-  return not_implemented(status);
+int32_t alltoallv(void* handle, const void* in, size_t in_bytes, const int64_t* send_counts,
+                  void* out, size_t out_bytes, const int64_t* recv_counts, int32_t ranks,
+                  void* stream, hvd_plugin_status* status) {
+  return nccl_alltoallv(comm_of(handle), in, in_bytes, send_counts, out, out_bytes, recv_counts,
+                        ranks, stream, status);
 }
 
-int32_t reducescatter(void*, const void*, size_t, void*, size_t, const int64_t*, int32_t, int32_t,
-                      int32_t, void*, hvd_plugin_status* status) {
-  return not_implemented(status);
+int32_t reducescatter(void* handle, const void* in, size_t in_bytes, void* out, size_t out_bytes,
+                      const int64_t* recv_counts, int32_t ranks, int32_t dtype, int32_t op,
+                      void* stream, hvd_plugin_status* status) {
+  return nccl_reducescatter(comm_of(handle), in, in_bytes, out, out_bytes, recv_counts, ranks,
+                            dtype, op, stream, status);
 }
 
-int32_t barrier(void*, void*, hvd_plugin_status* status) { return not_implemented(status); }
+int32_t barrier(void* handle, void* stream, hvd_plugin_status* status) {
+  return nccl_barrier(comm_of(handle), stream, status);
+}
 
-void abort_transport(void*, int32_t, const char*) {}
+void abort_transport(void* handle, int32_t code, const char* reason) {
+  comm_of(handle).abort(code, reason != nullptr ? reason : "");
+}
 
-void destroy(void*) {}
+void destroy(void* handle) { delete static_cast<NcclComm*>(handle); }
 
 }  // namespace
 

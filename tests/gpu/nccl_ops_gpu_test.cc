@@ -1,0 +1,185 @@
+// The nccl transport on a real GPU (ctest label gpu): built only with
+// libhvd_nccl.so; exits 77 (ctest: skipped) saying why when no CUDA device
+// is usable here, which is always the case in CI.
+//
+//   nccl_ops_gpu_test ops      every op x dtype on device memory, one rank
+//                              (NCCL refuses two ranks on one GPU)
+//   nccl_ops_gpu_test timeout  HVD_NCCL_TEST_STALL_MS holds the stream past
+//                              the transport timeout: the op fails naming the
+//                              rank, the communicator is aborted, later ops
+//                              fail at once
+//   nccl_ops_gpu_test abort    abort() from another thread ends a stalled op
+#include <cuda_runtime_api.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "transports/registry.h"
+
+namespace {
+
+using hvd::common::DataType;
+using hvd::common::ReduceOp;
+using hvd::common::Status;
+using hvd::transports::Buffer;
+using hvd::transports::ConstBuffer;
+using hvd::transports::DeviceKind;
+using hvd::transports::Transport;
+using hvd::transports::TransportContext;
+using hvd::transports::TransportRegistry;
+
+int failures = 0;
+
+void expect(bool ok, const std::string& what) {
+  if (!ok) {
+    std::fprintf(stderr, "FAILED: %s\n", what.c_str());
+    ++failures;
+  }
+}
+
+void expect_ok(const Status& s, const std::string& what) {
+  expect(s.is_ok(), what + ": " + s.to_string());
+}
+
+struct Device {
+  void* p = nullptr;
+  explicit Device(size_t bytes) { cudaMalloc(&p, bytes); }
+  ~Device() { cudaFree(p); }
+};
+
+std::vector<unsigned char> pattern(size_t bytes, int seed) {
+  std::vector<unsigned char> v(bytes);
+  for (size_t i = 0; i < bytes; ++i) v[i] = static_cast<unsigned char>((i * 7 + seed) % 61);
+  return v;
+}
+
+std::vector<unsigned char> round_trip(Device& d, const std::vector<unsigned char>& host,
+                                      const std::function<Status()>& op, const std::string& what) {
+  cudaMemcpy(d.p, host.data(), host.size(), cudaMemcpyHostToDevice);
+  expect_ok(op(), what);
+  std::vector<unsigned char> back(host.size());
+  cudaMemcpy(back.data(), d.p, back.size(), cudaMemcpyDeviceToHost);
+  return back;
+}
+
+std::unique_ptr<Transport> connect(std::chrono::milliseconds timeout) {
+  TransportRegistry registry = TransportRegistry::with_builtins();
+  TransportContext context;
+  context.device = 0;
+  context.timeout = timeout;
+  context.key_prefix = "gpu-test/";
+  auto transport = registry.create(DeviceKind::kCuda, "nccl", context);
+  if (!transport.is_ok()) {
+    std::fprintf(stderr, "FAILED: connect: %s\n", transport.status().to_string().c_str());
+    std::exit(1);
+  }
+  return std::move(transport).value();
+}
+
+int run_ops() {
+  auto t = connect(std::chrono::milliseconds(30000));
+  const size_t bytes = 1 << 20;
+  Device d(bytes);
+  Device out(bytes);
+  const auto input = pattern(bytes, 3);
+  const std::pair<DataType, const char*> types[] = {
+      {DataType::kUInt8, "uint8"},     {DataType::kInt8, "int8"},
+      {DataType::kInt32, "int32"},     {DataType::kInt64, "int64"},
+      {DataType::kFloat16, "float16"}, {DataType::kBFloat16, "bfloat16"},
+      {DataType::kFloat32, "float32"}, {DataType::kFloat64, "float64"}};
+  for (const auto& [type, name] : types) {
+    for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kProduct}) {
+      const std::string what = std::string("allreduce ") + name;
+      auto back = round_trip(d, input, [&] { return t->allreduce({d.p, bytes}, type, op); }, what);
+      expect(back == input, what + ": one rank's reduction is its input");
+    }
+  }
+  Status int16 = t->allreduce({d.p, bytes}, DataType::kInt16, ReduceOp::kSum);
+  expect(!int16.is_ok() && int16.to_string().find("int16") != std::string::npos,
+         "int16 refused naming it: " + int16.to_string());
+
+  auto back = round_trip(d, input, [&] { return t->broadcast({d.p, bytes}, 0); }, "broadcast");
+  expect(back == input, "broadcast keeps root's data");
+
+  const int64_t counts[] = {static_cast<int64_t>(bytes)};
+  cudaMemcpy(d.p, input.data(), bytes, cudaMemcpyHostToDevice);
+  expect_ok(t->allgatherv({d.p, bytes}, {out.p, bytes}, counts), "allgather");
+  std::vector<unsigned char> gathered(bytes);
+  cudaMemcpy(gathered.data(), out.p, bytes, cudaMemcpyDeviceToHost);
+  expect(gathered == input, "allgather of one rank is its input");
+
+  cudaMemset(out.p, 0, bytes);
+  expect_ok(t->alltoallv({d.p, bytes}, counts, {out.p, bytes}, counts), "alltoall");
+  cudaMemcpy(gathered.data(), out.p, bytes, cudaMemcpyDeviceToHost);
+  expect(gathered == input, "alltoall of one rank is its input");
+
+  cudaMemset(out.p, 0, bytes);
+  expect_ok(t->reducescatter({d.p, bytes}, {out.p, bytes}, counts, DataType::kFloat32,
+                             ReduceOp::kSum),
+            "reducescatter");
+  cudaMemcpy(gathered.data(), out.p, bytes, cudaMemcpyDeviceToHost);
+  expect(gathered == input, "reducescatter of one rank is its input");
+
+  expect_ok(t->barrier(), "barrier");
+  std::printf("ops: %d failure(s)\n", failures);
+  return failures == 0 ? 0 : 1;
+}
+
+int run_timeout() {
+  auto t = connect(std::chrono::milliseconds(1000));
+  Device d(4096);
+  const auto start = std::chrono::steady_clock::now();
+  Status s = t->allreduce({d.p, 4096}, DataType::kFloat32, ReduceOp::kSum);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  expect(!s.is_ok(), "a stalled op fails");
+  expect(s.code() == hvd::common::StatusCode::kTimeout, "as a timeout: " + s.to_string());
+  expect(s.to_string().find("rank 0") != std::string::npos, "naming the rank: " + s.to_string());
+  expect(took < 5.0, "within the timeout and a little: took " + std::to_string(took) + " s");
+  Status later = t->barrier();
+  expect(!later.is_ok() && later.to_string() == s.to_string(),
+         "later ops fail with the same status: " + later.to_string());
+  std::printf("timeout: %s (%.2f s); %d failure(s)\n", s.to_string().c_str(), took, failures);
+  return failures == 0 ? 0 : 1;
+}
+
+int run_abort() {
+  auto t = connect(std::chrono::milliseconds(60000));
+  Device d(4096);
+  std::thread aborter([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    t->abort(Status(hvd::common::StatusCode::kAborted, "elastic reset"));
+  });
+  const auto start = std::chrono::steady_clock::now();
+  Status s = t->allreduce({d.p, 4096}, DataType::kFloat32, ReduceOp::kSum);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  aborter.join();
+  expect(s.code() == hvd::common::StatusCode::kAborted, "aborted: " + s.to_string());
+  expect(s.to_string().find("elastic reset") != std::string::npos, "with the reason");
+  expect(took < 2.0, "promptly: took " + std::to_string(took) + " s");
+  std::printf("abort: %s (%.2f s); %d failure(s)\n", s.to_string().c_str(), took, failures);
+  return failures == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string mode = argc > 1 ? argv[1] : "ops";
+  TransportRegistry registry = TransportRegistry::with_builtins();
+  for (const auto& entry : registry.list()) {
+    if (entry.name == "nccl" && !entry.availability.available) {
+      std::printf("SKIP: the nccl transport cannot run here: %s\n",
+                  entry.availability.reason.c_str());
+      return 77;
+    }
+  }
+  if (mode == "ops") return run_ops();
+  if (mode == "timeout") return run_timeout();
+  if (mode == "abort") return run_abort();
+  std::fprintf(stderr, "nccl_ops_gpu_test: unknown mode '%s' (ops, timeout, abort)\n", mode.c_str());
+  return 2;
+}

@@ -1,0 +1,239 @@
+#include "transports/nccl/nccl_comm.h"
+
+#include <cstdio>
+#include <cstring>
+#include <thread>
+
+namespace hvd::transports::nccl {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+int32_t report(hvd_plugin_status* status, int32_t code, const std::string& message) {
+  status->code = code;
+  std::snprintf(status->message, sizeof(status->message), "%s", message.c_str());
+  return code;
+}
+
+std::string cuda_error(const char* call, cudaError_t error) {
+  return std::string(call) + " failed: " + cudaGetErrorName(error) + " (" +
+         cudaGetErrorString(error) + ")";
+}
+
+std::string nccl_error(ncclComm_t comm, ncclResult_t result) {
+  std::string text = ncclGetErrorString(result);
+  const char* last = comm != nullptr ? ncclGetLastError(comm) : nullptr;
+  if (last != nullptr && *last != '\0') text += std::string(": ") + last;
+  return text;
+}
+
+// Polling without burning a core the framework needs: a few yields, then
+// short sleeps (the ops this waits for take tens of microseconds or more).
+void pause(int round) {
+  if (round < 64) {
+    std::this_thread::yield();
+  } else {
+    std::this_thread::sleep_for(std::chrono::microseconds(round < 1024 ? 20 : 200));
+  }
+}
+
+}  // namespace
+
+NcclComm::NcclComm(int rank, int size, int device, std::chrono::milliseconds timeout)
+    : rank_(rank), size_(size), device_(device), timeout_(timeout) {}
+
+NcclComm* NcclComm::create(const hvd_plugin_world& world, hvd_plugin_status* status) {
+  int device = world.device;
+  if (device < 0) {
+    const cudaError_t error = cudaGetDevice(&device);
+    if (error != cudaSuccess) {
+      report(status, HVD_ERR_UNAVAILABLE, "nccl on rank " + std::to_string(world.rank) + ": " +
+                                              cuda_error("cudaGetDevice", error));
+      return nullptr;
+    }
+  }
+  auto* comm = new NcclComm(world.rank, world.size, device,
+                            std::chrono::milliseconds(world.timeout_ms > 0 ? world.timeout_ms
+                                                                            : 30000));
+  if (comm->connect(world, status) != HVD_OK) {
+    delete comm;
+    return nullptr;
+  }
+  return comm;
+}
+
+int32_t NcclComm::connect(const hvd_plugin_world& world, hvd_plugin_status* status) {
+  const std::string me = "nccl on rank " + std::to_string(rank_) + " (CUDA device " +
+                         std::to_string(device_) + "): ";
+  cudaError_t error = cudaSetDevice(device_);
+  if (error != cudaSuccess) return report(status, HVD_ERR_UNAVAILABLE, me + cuda_error("cudaSetDevice", error));
+  error = cudaEventCreateWithFlags(&done_, cudaEventDisableTiming);
+  if (error != cudaSuccess) return report(status, HVD_ERR_INTERNAL, me + cuda_error("cudaEventCreate", error));
+  error = cudaMalloc(&scratch_, sizeof(int32_t));
+  if (error != cudaSuccess) return report(status, HVD_ERR_INTERNAL, me + cuda_error("cudaMalloc", error));
+
+  // Rank 0 makes the communicator's id; the others read it from the store.
+  ncclUniqueId id;
+  const std::string key = std::string(world.key_prefix != nullptr ? world.key_prefix : "") +
+                          "nccl/unique_id";
+  if (rank_ == 0) {
+    const ncclResult_t r = ncclGetUniqueId(&id);
+    if (r != ncclSuccess) return report(status, HVD_ERR_UNAVAILABLE, me + "ncclGetUniqueId failed: " + nccl_error(nullptr, r));
+    if (size_ > 1 && world.store.set(world.store.self, key.c_str(), &id, sizeof(id), status) != HVD_OK) {
+      return status->code;
+    }
+  } else {
+    size_t length = 0;
+    if (world.store.get(world.store.self, key.c_str(), timeout_.count(), &id, sizeof(id), &length,
+                        status) != HVD_OK) {
+      return status->code;
+    }
+    if (length != sizeof(id)) {
+      return report(status, HVD_ERR_INTERNAL, me + "the ncclUniqueId in the store has " +
+                                                  std::to_string(length) + " bytes, not " +
+                                                  std::to_string(sizeof(id)));
+    }
+  }
+
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;  // every wait below has a deadline
+  {
+    std::lock_guard<std::mutex> lock(comm_mu_);
+    const ncclResult_t r = ncclCommInitRankConfig(&comm_, size_, id, rank_, &config);
+    if (r != ncclSuccess && r != ncclInProgress) {
+      return fail_locked(HVD_ERR_UNAVAILABLE, "ncclCommInitRankConfig failed: " + nccl_error(comm_, r), status);
+    }
+  }
+  return wait_issued("connecting " + std::to_string(size_) + " ranks", Clock::now() + timeout_, status);
+}
+
+NcclComm::~NcclComm() {
+  std::lock_guard<std::mutex> lock(comm_mu_);
+  if (comm_ != nullptr) {
+    // Every op waited for its event: nothing is in flight, destroy is local.
+    if (ncclCommDestroy(comm_) != ncclSuccess) ncclCommAbort(comm_);
+    comm_ = nullptr;
+  }
+  if (done_ != nullptr) cudaEventDestroy(done_);
+  if (scratch_ != nullptr) cudaFree(scratch_);
+}
+
+int32_t NcclComm::barrier(void* stream, hvd_plugin_status* status) {
+  return run("barrier", stream,
+             [this](ncclComm_t comm, cudaStream_t s) {
+               return ncclAllReduce(scratch_, scratch_, 1, ncclInt32, ncclSum, comm, s);
+             },
+             status);
+}
+
+int32_t NcclComm::failed(hvd_plugin_status* status) {
+  std::lock_guard<std::mutex> lock(comm_mu_);
+  return failed_code_ == HVD_OK ? HVD_OK : report(status, failed_code_, failed_message_);
+}
+
+int32_t NcclComm::fail_locked(int32_t code, const std::string& reason, hvd_plugin_status* status) {
+  if (failed_code_ == HVD_OK) {
+    failed_code_ = code;
+    failed_message_ = "nccl on rank " + std::to_string(rank_) + " (CUDA device " +
+                      std::to_string(device_) + "): " + reason;
+    if (comm_ != nullptr) {
+      ncclCommAbort(comm_);
+      comm_ = nullptr;
+    }
+  }
+  return report(status, failed_code_, failed_message_);
+}
+
+void NcclComm::abort(int32_t code, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(comm_mu_);
+  hvd_plugin_status ignored;
+  fail_locked(code == HVD_OK ? HVD_ERR_ABORTED : code,
+              "aborted: " + (reason.empty() ? std::string("no reason given") : reason), &ignored);
+}
+
+int32_t NcclComm::wait_issued(const std::string& what, Clock::time_point deadline,
+                              hvd_plugin_status* status) {
+  for (int round = 0;; ++round) {
+    {
+      std::lock_guard<std::mutex> lock(comm_mu_);
+      if (failed_code_ != HVD_OK) return report(status, failed_code_, failed_message_);
+      ncclResult_t state = ncclSuccess;
+      const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
+      if (r != ncclSuccess) state = r;
+      if (state == ncclSuccess) return HVD_OK;
+      if (state != ncclInProgress) {
+        return fail_locked(HVD_ERR_UNAVAILABLE, what + " failed: " + nccl_error(comm_, state), status);
+      }
+      if (Clock::now() > deadline) {
+        return fail_locked(HVD_ERR_TIMEOUT,
+                           what + " did not finish within " + std::to_string(timeout_.count()) +
+                               " ms (a peer is gone or stuck); the communicator was aborted",
+                           status);
+      }
+    }
+    pause(round);
+  }
+}
+
+int32_t NcclComm::wait_event(const std::string& what, Clock::time_point deadline,
+                             hvd_plugin_status* status) {
+  for (int round = 0;; ++round) {
+    const cudaError_t ready = cudaEventQuery(done_);
+    if (ready == cudaSuccess) return failed(status);
+    {
+      std::lock_guard<std::mutex> lock(comm_mu_);
+      if (failed_code_ != HVD_OK) return report(status, failed_code_, failed_message_);
+      if (ready != cudaErrorNotReady) {
+        return fail_locked(HVD_ERR_INTERNAL, what + ": " + cuda_error("cudaEventQuery", ready),
+                           status);
+      }
+      ncclResult_t state = ncclSuccess;
+      ncclCommGetAsyncError(comm_, &state);
+      if (state != ncclSuccess && state != ncclInProgress) {
+        return fail_locked(HVD_ERR_UNAVAILABLE,
+                           what + ": NCCL reported an asynchronous error: " +
+                               nccl_error(comm_, state),
+                           status);
+      }
+      if (Clock::now() > deadline) {
+        return fail_locked(HVD_ERR_TIMEOUT,
+                           what + " did not complete within " + std::to_string(timeout_.count()) +
+                               " ms (a peer is gone or stuck); the communicator was aborted",
+                           status);
+      }
+    }
+    pause(round);
+  }
+}
+
+int32_t NcclComm::run(const std::string& what, void* stream,
+                      const std::function<ncclResult_t(ncclComm_t, cudaStream_t)>& issue,
+                      hvd_plugin_status* status) {
+  const auto deadline = Clock::now() + timeout_;
+  auto* cuda_stream = static_cast<cudaStream_t>(stream);
+  {
+    std::lock_guard<std::mutex> lock(comm_mu_);
+    if (failed_code_ != HVD_OK) return report(status, failed_code_, failed_message_);
+    const cudaError_t error = cudaSetDevice(device_);  // per thread: the engine's may differ
+    if (error != cudaSuccess) {
+      return fail_locked(HVD_ERR_INTERNAL, what + ": " + cuda_error("cudaSetDevice", error), status);
+    }
+    const ncclResult_t r = issue(comm_, cuda_stream);
+    if (r != ncclSuccess && r != ncclInProgress) {
+      return fail_locked(HVD_ERR_INTERNAL, what + " failed: " + nccl_error(comm_, r), status);
+    }
+  }
+  if (wait_issued(what, deadline, status) != HVD_OK) return status->code;
+  {
+    std::lock_guard<std::mutex> lock(comm_mu_);
+    if (failed_code_ != HVD_OK) return report(status, failed_code_, failed_message_);
+    const cudaError_t error = cudaEventRecord(done_, cuda_stream);
+    if (error != cudaSuccess) {
+      return fail_locked(HVD_ERR_INTERNAL, what + ": " + cuda_error("cudaEventRecord", error), status);
+    }
+  }
+  return wait_event(what, deadline, status);
+}
+
+}  // namespace hvd::transports::nccl

@@ -1,0 +1,84 @@
+// One NCCL communicator for one world (a process set), as the plugin's
+// handle. Created non-blocking (ncclConfig_t.blocking = 0) so that nothing
+// waits without a deadline: the ncclUniqueId travels through the job's
+// rendezvous store (rank 0 sets it), connecting and every op are bounded by
+// the world's timeout, and abort() may come from any thread.
+//
+// An op enqueues its NCCL calls on the caller's stream (the framework's
+// current stream; NULL: the legacy default stream), records an event, and
+// returns once the event completed: completion is what the engine reports
+// to the framework, and a timeout or an asynchronous NCCL error is seen by
+// the op that suffers it. The calling thread polls (no CUDA-side blocking):
+// past the timeout, or on ncclCommGetAsyncError, the communicator is
+// aborted (ncclCommAbort) and this and every later op fail with a message
+// naming the rank; abort() does the same for elastic recovery.
+//
+// Every call on the communicator holds comm_mu_ briefly (non-blocking NCCL
+// calls return at once), so ncclCommAbort never races with another call.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include <chrono>
+#include <functional>
+#include <mutex>
+#include <string>
+
+#include "transports/plugin/transport_plugin.h"
+
+namespace hvd::transports::nccl {
+
+class NcclComm {
+ public:
+  // nullptr with *status set on failure.
+  static NcclComm* create(const hvd_plugin_world& world, hvd_plugin_status* status);
+  ~NcclComm();
+
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+
+  // Runs `issue` (NCCL calls on the communicator and the stream it is
+  // given) under the lock, then waits for the stream's work to complete.
+  // `what` names the op in errors ("allreduce of 4096 bytes").
+  int32_t run(const std::string& what, void* stream,
+              const std::function<ncclResult_t(ncclComm_t, cudaStream_t)>& issue,
+              hvd_plugin_status* status);
+
+  // An allreduce of one int on a scratch word of device memory, waited for.
+  int32_t barrier(void* stream, hvd_plugin_status* status);
+
+  // Fails the communicator for good; the first reason wins.
+  void abort(int32_t code, const std::string& reason);
+
+ private:
+  NcclComm(int rank, int size, int device, std::chrono::milliseconds timeout);
+
+  int32_t connect(const hvd_plugin_world& world, hvd_plugin_status* status);
+  // Polls until the communicator's pending calls are issued (not
+  // ncclInProgress) or `deadline`: the outcome as a status code.
+  int32_t wait_issued(const std::string& what, std::chrono::steady_clock::time_point deadline,
+                      hvd_plugin_status* status);
+  int32_t wait_event(const std::string& what, std::chrono::steady_clock::time_point deadline,
+                     hvd_plugin_status* status);
+  // The failure recorded by abort(), copied to *status; 0 when none.
+  int32_t failed(hvd_plugin_status* status);
+  // Aborts for `reason` (holding comm_mu_) and reports it in *status.
+  int32_t fail_locked(int32_t code, const std::string& reason, hvd_plugin_status* status);
+
+  const int rank_;
+  const int size_;
+  const int device_;
+  const std::chrono::milliseconds timeout_;
+  std::mutex comm_mu_;
+  ncclComm_t comm_ = nullptr;     // null once aborted
+  cudaEvent_t done_ = nullptr;    // recorded after each op
+  void* scratch_ = nullptr;       // one int of device memory, for barrier()
+  int32_t failed_code_ = 0;       // HVD_OK until aborted
+  std::string failed_message_;
+};
+
+}  // namespace hvd::transports::nccl
