@@ -9,6 +9,11 @@
 //                              rank, the communicator is aborted, later ops
 //                              fail at once
 //   nccl_ops_gpu_test abort    abort() from another thread ends a stalled op
+//   nccl_ops_gpu_test device   the device_* functions (ABI version 2): batched
+//                              copies of odd sizes and alignments, staging
+//                              through pinned host memory, and device_scale
+//                              equal to runtime/scale.h's finish_reduction
+//                              for every type
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -19,6 +24,9 @@
 #include <thread>
 #include <vector>
 
+#include "runtime/scale.h"
+#include "transports/plugin/known_plugins.h"
+#include "transports/plugin/plugin_loader.h"
 #include "transports/registry.h"
 
 namespace {
@@ -165,6 +173,118 @@ int run_abort() {
   return failures == 0 ? 0 : 1;
 }
 
+// The device_* functions of the loaded nccl plugin.
+class DeviceApi {
+ public:
+  explicit DeviceApi(const hvd_transport_plugin_t& api) : api_(api) {
+    hvd_plugin_status status{};
+    if (api_.device_open(0, 30000, &context_, &status) != HVD_OK) {
+      std::fprintf(stderr, "FAILED: device_open: %s\n", status.message);
+      std::exit(1);
+    }
+  }
+  ~DeviceApi() { api_.device_close(context_); }
+  void* alloc(size_t bytes, bool pinned) {
+    void* p = nullptr;
+    hvd_plugin_status status{};
+    expect(api_.device_alloc(context_, bytes, pinned ? 1 : 0, &p, &status) == HVD_OK,
+           std::string("device_alloc: ") + status.message);
+    return p;
+  }
+  void free(void* p, bool pinned) { api_.device_free(context_, p, pinned ? 1 : 0); }
+  void copy(const std::vector<hvd_plugin_copy>& copies) {
+    hvd_plugin_status status{};
+    expect(api_.device_copy(context_, copies.data(), copies.size(), nullptr, &status) == HVD_OK,
+           std::string("device_copy: ") + status.message);
+  }
+  int32_t scale(void* data, size_t count, int32_t dtype, int divisor, double factor,
+                hvd_plugin_status* status) {
+    return api_.device_scale(context_, data, count, dtype, divisor, factor, nullptr, status);
+  }
+  void sync() {
+    hvd_plugin_status status{};
+    expect(api_.device_synchronize(context_, nullptr, &status) == HVD_OK,
+           std::string("device_synchronize: ") + status.message);
+  }
+
+ private:
+  const hvd_transport_plugin_t& api_;
+  void* context_ = nullptr;
+};
+
+int run_device() {
+  auto loaded = hvd::transports::plugin::LoadedPlugin::load("libhvd_nccl.so");
+  if (!loaded.is_ok()) {
+    for (const auto& dir : hvd::transports::plugin::plugin_directories()) {
+      loaded = hvd::transports::plugin::LoadedPlugin::load((dir / "libhvd_nccl.so").string());
+      if (loaded.is_ok()) break;
+    }
+  }
+  expect(loaded.is_ok(), "libhvd_nccl.so loads");
+  if (!loaded.is_ok()) return 1;
+  DeviceApi device(loaded.value()->api());
+
+  // Batched device-to-device copies: 200 entries (several launches), odd
+  // sizes and offsets, into one buffer (a fusion buffer's pack), and back.
+  const size_t entries = 200;
+  std::vector<size_t> sizes(entries);
+  size_t total = 0;
+  for (size_t i = 0; i < entries; ++i) total += sizes[i] = (i * 977) % 5003 + (i % 3);
+  auto* src = static_cast<unsigned char*>(device.alloc(total + 16, false));
+  auto* packed = static_cast<unsigned char*>(device.alloc(total + 16, false));
+  auto* pinned = static_cast<unsigned char*>(device.alloc(total + 16, true));
+  const auto input = pattern(total, 11);
+  std::memcpy(pinned, input.data(), total);
+  device.copy({{src + 1, pinned, total}});  // host to device, odd offset
+  std::vector<hvd_plugin_copy> pack;
+  size_t offset = 0;
+  for (size_t i = 0; i < entries; ++i) {
+    pack.push_back({packed + offset, src + 1 + offset, sizes[i]});
+    offset += sizes[i];
+  }
+  device.copy(pack);
+  std::memset(pinned, 0, total);
+  device.copy({{pinned, packed, total}});  // device to host
+  device.sync();
+  expect(std::memcmp(pinned, input.data(), total) == 0, "batched copies keep every byte");
+
+  // device_scale against the host's finish_reduction, every type.
+  const std::pair<DataType, int32_t> types[] = {
+      {DataType::kUInt8, HVD_UINT8},     {DataType::kInt8, HVD_INT8},
+      {DataType::kInt16, HVD_INT16},     {DataType::kInt32, HVD_INT32},
+      {DataType::kInt64, HVD_INT64},     {DataType::kFloat16, HVD_FLOAT16},
+      {DataType::kBFloat16, HVD_BFLOAT16}, {DataType::kFloat32, HVD_FLOAT32},
+      {DataType::kFloat64, HVD_FLOAT64}};
+  const size_t count = 3001;
+  for (const auto& [type, code] : types) {
+    const size_t bytes = count * hvd::common::data_type_size(type);
+    for (const auto& [divisor, factor] : {std::pair{1, 1.0}, {3, 1.0}, {1, 0.37}, {4, 2.5}}) {
+      auto host = pattern(bytes, 5);
+      std::memcpy(pinned, host.data(), bytes);
+      device.copy({{src, pinned, bytes}});
+      hvd_plugin_status status{};
+      expect(device.scale(src, count, code, divisor, factor, &status) == HVD_OK,
+             std::string("device_scale: ") + status.message);
+      device.copy({{pinned, src, bytes}});
+      device.sync();
+      expect_ok(hvd::runtime::finish_reduction(host.data(), host.data(), count, type, divisor,
+                                               factor),
+                "host finish_reduction");
+      expect(std::memcmp(pinned, host.data(), bytes) == 0,
+             "device_scale equals finish_reduction for type " + std::to_string(code) +
+                 ", divisor " + std::to_string(divisor) + ", factor " + std::to_string(factor));
+    }
+  }
+  hvd_plugin_status refused{};
+  expect(device.scale(src, 4, HVD_BOOL, 2, 1.0, &refused) == HVD_ERR_INVALID_ARGUMENT,
+         "bool averages are refused");
+  device.free(src, false);
+  device.free(packed, false);
+  device.free(pinned, true);
+  std::printf("device: %d failure(s)\n", failures);
+  return failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -180,6 +300,7 @@ int main(int argc, char** argv) {
   if (mode == "ops") return run_ops();
   if (mode == "timeout") return run_timeout();
   if (mode == "abort") return run_abort();
-  std::fprintf(stderr, "nccl_ops_gpu_test: unknown mode '%s' (ops, timeout, abort)\n", mode.c_str());
+  if (mode == "device") return run_device();
+  std::fprintf(stderr, "nccl_ops_gpu_test: unknown mode '%s' (ops, timeout, abort, device)\n", mode.c_str());
   return 2;
 }

@@ -1,20 +1,12 @@
 #include "transports/nccl/nccl_comm.h"
 
-#include <cstdio>
-#include <cstring>
-#include <thread>
+#include "transports/nccl/plugin_status.h"
 
 namespace hvd::transports::nccl {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-int32_t report(hvd_plugin_status* status, int32_t code, const std::string& message) {
-  status->code = code;
-  std::snprintf(status->message, sizeof(status->message), "%s", message.c_str());
-  return code;
-}
 
 std::string cuda_error(const char* call, cudaError_t error) {
   return std::string(call) + " failed: " + cudaGetErrorName(error) + " (" +
@@ -26,16 +18,6 @@ std::string nccl_error(ncclComm_t comm, ncclResult_t result) {
   const char* last = comm != nullptr ? ncclGetLastError(comm) : nullptr;
   if (last != nullptr && *last != '\0') text += std::string(": ") + last;
   return text;
-}
-
-// Polling without burning a core the framework needs: a few yields, then
-// short sleeps (the ops this waits for take tens of microseconds or more).
-void pause(int round) {
-  if (round < 64) {
-    std::this_thread::yield();
-  } else {
-    std::this_thread::sleep_for(std::chrono::microseconds(round < 1024 ? 20 : 200));
-  }
 }
 
 }  // namespace
@@ -172,7 +154,7 @@ int32_t NcclComm::wait_issued(const std::string& what, Clock::time_point deadlin
                            status);
       }
     }
-    pause(round);
+    poll_pause(round);
   }
 }
 
@@ -203,7 +185,7 @@ int32_t NcclComm::wait_event(const std::string& what, Clock::time_point deadline
                            status);
       }
     }
-    pause(round);
+    poll_pause(round);
   }
 }
 

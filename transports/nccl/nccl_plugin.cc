@@ -7,6 +7,7 @@
 #include <string>
 
 #include "transports/nccl/cuda_probe.h"
+#include "transports/nccl/device_context.h"
 #include "transports/nccl/nccl_collectives.h"
 #include "transports/nccl/nccl_comm.h"
 #include "transports/plugin/transport_plugin.h"
@@ -68,6 +69,39 @@ void abort_transport(void* handle, int32_t code, const char* reason) {
 
 void destroy(void* handle) { delete static_cast<NcclComm*>(handle); }
 
+DeviceContext& context_of(void* context) { return *static_cast<DeviceContext*>(context); }
+
+int32_t device_open(int32_t device, int64_t timeout_ms, void** context,
+                    hvd_plugin_status* status) {
+  *context = DeviceContext::open(device, timeout_ms, status);
+  return *context != nullptr ? HVD_OK : status->code;
+}
+
+void device_close(void* context) { delete static_cast<DeviceContext*>(context); }
+
+int32_t device_alloc(void* context, size_t bytes, int32_t pinned_host, void** memory,
+                     hvd_plugin_status* status) {
+  return context_of(context).alloc(bytes, pinned_host != 0, memory, status);
+}
+
+void device_free(void* context, void* memory, int32_t pinned_host) {
+  context_of(context).free(memory, pinned_host != 0);
+}
+
+int32_t device_copy(void* context, const hvd_plugin_copy* copies, size_t n, void* stream,
+                    hvd_plugin_status* status) {
+  return context_of(context).copy(copies, n, stream, status);
+}
+
+int32_t device_scale(void* context, void* data, size_t count, int32_t dtype, int32_t divisor,
+                     double factor, void* stream, hvd_plugin_status* status) {
+  return context_of(context).scale(data, count, dtype, divisor, factor, stream, status);
+}
+
+int32_t device_synchronize(void* context, void* stream, hvd_plugin_status* status) {
+  return context_of(context).synchronize(stream, status);
+}
+
 }  // namespace
 
 }  // namespace hvd::transports::nccl
@@ -88,4 +122,11 @@ const hvd_transport_plugin_t hvd_transport_plugin = {
     hvd::transports::nccl::barrier,
     hvd::transports::nccl::abort_transport,
     hvd::transports::nccl::destroy,
+    hvd::transports::nccl::device_open,
+    hvd::transports::nccl::device_close,
+    hvd::transports::nccl::device_alloc,
+    hvd::transports::nccl::device_free,
+    hvd::transports::nccl::device_copy,
+    hvd::transports::nccl::device_scale,
+    hvd::transports::nccl::device_synchronize,
 };

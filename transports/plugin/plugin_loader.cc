@@ -34,6 +34,8 @@ size_t required_struct_size(uint32_t abi_version) {
     // Version 1: every field up to destroy. A version 2 appends fields; its
     // plugins' struct_size is then larger, and version 1's stays this.
     case 1: return offsetof(hvd_transport_plugin_t, destroy) + sizeof(void (*)(void*));
+    // Version 2: the device_* functions.
+    case 2: return sizeof(hvd_transport_plugin_t);
     default: return 0;
   }
 }
@@ -70,6 +72,15 @@ Status validate(const hvd_transport_plugin_t& api, std::string_view where) {
                         api.broadcast && api.alltoallv && api.reducescatter && api.barrier &&
                         api.abort && api.destroy;
   if (!complete) return common::failed_precondition(plugin + " leaves a function pointer null");
+  if (version >= 2 && api.device == HVD_PLUGIN_DEVICE_CUDA) {
+    const bool device = api.device_open && api.device_close && api.device_alloc &&
+                        api.device_free && api.device_copy && api.device_scale &&
+                        api.device_synchronize;
+    if (!device) {
+      return common::failed_precondition(plugin + " (CUDA, ABI version 2) leaves a device_* "
+                                         "function null");
+    }
+  }
   return Status::ok();
 }
 

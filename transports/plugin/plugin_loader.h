@@ -44,6 +44,11 @@ class LoadedPlugin {
   // The plugin's can_run(), its reason when it cannot.
   Availability can_run() const;
 
+  // Whether it has the device_* functions (a CUDA plugin of ABI version >= 2).
+  bool has_device_work() const {
+    return api_->abi_version >= 2 && api_->device == HVD_PLUGIN_DEVICE_CUDA;
+  }
+
  private:
   LoadedPlugin(void* library, const hvd_transport_plugin_t* api, std::string path)
       : library_(library), api_(api), path_(std::move(path)) {}

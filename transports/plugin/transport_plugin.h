@@ -9,7 +9,8 @@
  *  - a loader accepts every version from HVD_TRANSPORT_PLUGIN_ABI_OLDEST to
  *    its own HVD_TRANSPORT_PLUGIN_ABI_VERSION (struct_size tells which
  *    fields exist) and refuses a newer one with an error naming both;
- *  - fields are only ever appended; a new field means a new abi_version.
+ *  - fields are only ever appended; a new field means a new abi_version
+ *    (version 2 appended the device_* functions).
  *
  * Data types, reduce ops and error codes are the HVD_* constants of
  * hvd/c_api.h. Every op blocks until done or failed (a CUDA plugin: until
@@ -29,7 +30,7 @@
 extern "C" {
 #endif
 
-#define HVD_TRANSPORT_PLUGIN_ABI_VERSION 1u
+#define HVD_TRANSPORT_PLUGIN_ABI_VERSION 2u
 #define HVD_TRANSPORT_PLUGIN_ABI_OLDEST 1u
 #define HVD_TRANSPORT_PLUGIN_SYMBOL "hvd_transport_plugin"
 
@@ -45,6 +46,13 @@ typedef struct hvd_plugin_status {
   int32_t code;
   char message[HVD_PLUGIN_MESSAGE_SIZE];
 } hvd_plugin_status;
+
+/* ABI version 2: one copy of device_copy. */
+typedef struct hvd_plugin_copy {
+  void* dst;
+  const void* src;
+  size_t bytes;
+} hvd_plugin_copy;
 
 /* The rendezvous key-value store of the job, for exchanging addresses or an
  * ncclUniqueId. Keys are the plugin's own; prefix them with the world's
@@ -109,6 +117,37 @@ typedef struct hvd_transport_plugin_t {
   void (*abort)(void* handle, int32_t code, const char* reason);
   /* Frees the transport; the handle is not used afterwards. */
   void (*destroy)(void* handle);
+
+  /* ---- ABI version 2: work on device memory around a collective --------
+   * (the engine's fusion buffer, an Average's division, pre/postscale,
+   * staging through host memory). Through a device context of its own, not
+   * a communicator: staging needs no NCCL. A CUDA plugin of version 2 has
+   * all of them; a CPU plugin leaves them NULL. Except device_synchronize,
+   * every call enqueues on `stream` (NULL: the legacy default stream) and
+   * returns at once. */
+
+  /* A context for device ordinal `device`; timeout_ms bounds
+   * device_synchronize. */
+  int32_t (*device_open)(int32_t device, int64_t timeout_ms, void** context,
+                         hvd_plugin_status* status);
+  void (*device_close)(void* context);
+  /* `bytes` of device memory, or of page-locked host memory when
+   * pinned_host is 1 (for staging); freed with device_free. */
+  int32_t (*device_alloc)(void* context, size_t bytes, int32_t pinned_host, void** memory,
+                          hvd_plugin_status* status);
+  void (*device_free)(void* context, void* memory, int32_t pinned_host);
+  /* Copies every entry (device or pinned host memory, any direction;
+   * entries must not overlap): many device-to-device entries in one launch. */
+  int32_t (*device_copy)(void* context, const hvd_plugin_copy* copies, size_t n, void* stream,
+                         hvd_plugin_status* status);
+  /* The end of a reduction as runtime/scale.h's finish_reduction, on the
+   * device: data = data / divisor * factor (factor 1: an exact division for
+   * integers; divisor 1 and factor 1: nothing). Not bool. */
+  int32_t (*device_scale)(void* context, void* data, size_t count, int32_t dtype,
+                          int32_t divisor, double factor, void* stream,
+                          hvd_plugin_status* status);
+  /* Waits until `stream`'s work so far is done, at most timeout_ms. */
+  int32_t (*device_synchronize)(void* context, void* stream, hvd_plugin_status* status);
 } hvd_transport_plugin_t;
 
 #ifdef __cplusplus

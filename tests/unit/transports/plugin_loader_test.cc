@@ -134,6 +134,20 @@ TEST_CASE("plugin loader: versions and struct sizes it knows are accepted", "[pl
   CHECK(validate(api, "p").message() == "transport plugin p names an unknown device 7");
 }
 
+TEST_CASE("plugin loader: a CUDA plugin of ABI version 2 must have the device functions",
+          "[plugin]") {
+  auto loaded = LoadedPlugin::load(plugin_path(""));
+  REQUIRE(loaded.is_ok());
+  hvd_transport_plugin_t api = loaded.value()->api();  // a CPU plugin: no device_* functions
+  CHECK(validate(api, "p").is_ok());
+  api.device = HVD_PLUGIN_DEVICE_CUDA;
+  CHECK(validate(api, "p").message() ==
+        "transport plugin p (CUDA, ABI version 2) leaves a device_* function null");
+  api.abi_version = 1;  // version 1 had none
+  api.struct_size = static_cast<uint32_t>(required_struct_size(1));
+  CHECK(validate(api, "p").is_ok());
+}
+
 TEST_CASE("plugin loader: a library without the symbol is not a plugin", "[plugin]") {
   auto loaded = LoadedPlugin::load(plugin_path("_no_symbol"));
   REQUIRE_FALSE(loaded.is_ok());

@@ -134,4 +134,6 @@ __attribute__((visibility("default"))) const hvd_transport_plugin_t PLUGIN_OBJEC
     barrier,
     abort_world,
     destroy,
+    /* A CPU plugin: no device_* functions (ABI version 2). */
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL,
 };
