@@ -64,17 +64,14 @@ int main(int argc, char** argv) {
   std::vector<int64_t> handles(shapes.size());
   auto step = [&] {
     for (size_t k = shapes.size(); k-- > 0;) {  // backward order: last layer first
-      hvd_op d{};
-      d.op_type = HVD_OPTYPE_ALLREDUCE;
+      hvd_op d = hvd_op_defaults(HVD_OPTYPE_ALLREDUCE);
       d.name = names[k].c_str();
       d.input = grads[k].data();
       d.output = grads[k].data();
       d.shape = shapes[k].data();
       d.ndim = static_cast<int32_t>(shapes[k].size());
       d.dtype = HVD_FLOAT32;
-      d.device = HVD_DEVICE_CPU;
       d.reduce_op = HVD_OP_AVERAGE;
-      d.process_set_id = HVD_GLOBAL_PROCESS_SET;
       check(hvd_enqueue(&d, &handles[k]), "enqueue");
     }
     for (int64_t h : handles) {

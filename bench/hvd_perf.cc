@@ -74,16 +74,14 @@ struct OpRunner {
   int64_t per_rank = 0;
   std::vector<float> in, out;
   std::vector<int64_t> shape;
-  hvd_op d{};
+  hvd_op d = hvd_op_defaults(HVD_OPTYPE_ALLREDUCE);
 
   void prepare(const std::string& name, int64_t n, int root) {
     op = name;
     count = n;
     per_rank = n / size;
-    d = hvd_op{};
+    d = hvd_op_defaults(HVD_OPTYPE_ALLREDUCE);  // the op type is set below
     d.dtype = HVD_FLOAT32;
-    d.device = HVD_DEVICE_CPU;
-    d.process_set_id = HVD_GLOBAL_PROCESS_SET;
     d.reduce_op = HVD_OP_SUM;
     d.ndim = 1;
     d.root_rank = root;

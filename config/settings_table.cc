@@ -20,6 +20,14 @@ constexpr std::array kSettings = {
     SettingSpec{"cpu_transport", "HVD_CPU_TRANSPORT", "", SettingType::kString, "auto",
                 "Transport for CPU tensors: auto (shm when every rank of a set is on one host, "
                 "hierarchical when each host has several, else gloo), gloo, shm, hierarchical"},
+    SettingSpec{"gpu_transport", "HVD_GPU_TRANSPORT", "", SettingType::kString, "auto",
+                "Transport for CUDA tensors (ops with a device): auto (nccl when it can run "
+                "here, else device ops fail saying why), nccl, gloo (staged through host "
+                "memory; not built yet), or a transport plugin's name (transport_plugins)"},
+    SettingSpec{"transport_plugins", "HVD_TRANSPORT_PLUGINS", "", SettingType::kOptionalText, "",
+                "Extra transport plugins, comma-separated NAME:DEVICE:LIBRARY entries (DEVICE "
+                "cpu or cuda; LIBRARY a path or a file name looked for beside libhvd.so); "
+                "loaded when first used"},
     SettingSpec{"cycle_time_ms", "HVD_CYCLE_TIME_MS", "HOROVOD_CYCLE_TIME", SettingType::kNumber,
                 "1", "Longest batching window of the engine, in milliseconds: ops enqueued "
                 "together are negotiated together (no latency floor: a lone op starts at once)"},

@@ -1,6 +1,7 @@
 #include "launcher/check_build.h"
 
 #include <sstream>
+#include <vector>
 
 #include "transports/plugin/known_plugins.h"
 #include "transports/plugin/transport_plugin.h"
@@ -30,9 +31,12 @@ void transports_section(std::ostringstream& out, const transports::TransportRegi
   }
 }
 
-void plugins_section(std::ostringstream& out) {
+void plugins_section(std::ostringstream& out,
+                     const std::vector<transports::plugin::KnownPlugin>& extra) {
   out << "Transport plugins:\n";
-  for (const auto& plugin : transports::plugin::known_plugins()) {
+  std::vector<transports::plugin::KnownPlugin> all = transports::plugin::known_plugins();
+  all.insert(all.end(), extra.begin(), extra.end());
+  for (const auto& plugin : all) {
     auto report = transports::plugin::try_load(plugin);
     out << "    " << box(report.error.empty()) << ' ' << report.library << " (" << plugin.name
         << "): ";
@@ -47,7 +51,9 @@ void plugins_section(std::ostringstream& out) {
 }  // namespace
 
 std::string check_build_report(const transports::TransportRegistry& registry,
-                               const std::string& version) {
+                               const std::string& version,
+                               const std::vector<transports::plugin::KnownPlugin>& extra_plugins,
+                               const std::string& gpu_transport) {
   std::ostringstream out;
   out << "hvd v" << version << ":\n\n";
   out << "C ABI:\n"
@@ -59,8 +65,10 @@ std::string check_build_report(const transports::TransportRegistry& registry,
       << "    [X] PyTorch (hvd.torch)\n"
       << "    [X] NumPy (hvd.numpy)\n\n";
   transports_section(out, registry);
+  out << "    CUDA tensors go to HVD_GPU_TRANSPORT=" << gpu_transport
+      << " (auto: nccl when it can run; negotiation stays on the CPU transport)\n";
   out << '\n';
-  plugins_section(out);
+  plugins_section(out, extra_plugins);
   out << "\nAvailable features:\n";
   for (const char* feature : kFeatures) out << "    " << box(true) << ' ' << feature << '\n';
   out << "    " << box(false) << " MPI, ROCm, oneCCL (not supported)\n";

@@ -6,12 +6,17 @@
 
 #include <string>
 
+#include "transports/plugin/known_plugins.h"
 #include "transports/registry.h"
 
 namespace hvd::launcher {
 
-// The report, many lines; `version` is hvd's.
-std::string check_build_report(const transports::TransportRegistry& registry,
-                               const std::string& version);
+// The report, many lines; `version` is hvd's; `extra_plugins` those of
+// the transport_plugins setting (listed after the known ones);
+// `gpu_transport` the setting's value.
+std::string check_build_report(
+    const transports::TransportRegistry& registry, const std::string& version,
+    const std::vector<transports::plugin::KnownPlugin>& extra_plugins = {},
+    const std::string& gpu_transport = "auto");
 
 }  // namespace hvd::launcher

@@ -255,8 +255,17 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
   }
 
   if (check_build) {
-    return CliExit{0, check_build_report(transports::TransportRegistry::with_builtins(),
-                                         HVD_VERSION),
+    // What a job started from this environment would use (the GPU transport
+    // and the extra plugins of HVD_TRANSPORT_PLUGINS).
+    config::Settings settings;
+    if (common::Status s = settings.apply_environment(lookup); !s.is_ok()) {
+      return usage_error(s.message());
+    }
+    auto plugins = transports::plugin::parse_plugin_list(settings.get("transport_plugins"));
+    if (!plugins.is_ok()) return usage_error(plugins.status().message());
+    return CliExit{0,
+                   check_build_report(transports::plugin::registry_with_plugins(plugins.value()),
+                                      HVD_VERSION, plugins.value(), settings.get("gpu_transport")),
                    ""};
   }
   if (split.command.empty()) return usage_error(std::string("missing command (") + kUsage + ")");

@@ -15,6 +15,8 @@
 #include <string_view>
 
 #include "config/settings.h"
+#include "runtime/c_api_constants.h"
+#include "runtime/op_abi.h"
 #include "runtime/runtime.h"
 
 namespace {
@@ -130,30 +132,6 @@ int set_query(int32_t id, Body&& body) noexcept {
   });
 }
 
-struct Constant {
-  const char* name;
-  int64_t value;
-};
-
-#define HVD_CONSTANT(name) Constant{#name, name}
-constexpr Constant kConstants[] = {
-    HVD_CONSTANT(HVD_UINT8), HVD_CONSTANT(HVD_INT8), HVD_CONSTANT(HVD_INT16),
-    HVD_CONSTANT(HVD_INT32), HVD_CONSTANT(HVD_INT64), HVD_CONSTANT(HVD_FLOAT16),
-    HVD_CONSTANT(HVD_BFLOAT16), HVD_CONSTANT(HVD_FLOAT32), HVD_CONSTANT(HVD_FLOAT64),
-    HVD_CONSTANT(HVD_BOOL), HVD_CONSTANT(HVD_OP_SUM), HVD_CONSTANT(HVD_OP_AVERAGE),
-    HVD_CONSTANT(HVD_OP_MIN), HVD_CONSTANT(HVD_OP_MAX), HVD_CONSTANT(HVD_OP_PRODUCT),
-    HVD_CONSTANT(HVD_OK), HVD_CONSTANT(HVD_ERR_INVALID_ARGUMENT), HVD_CONSTANT(HVD_ERR_NOT_FOUND),
-    HVD_CONSTANT(HVD_ERR_ALREADY_EXISTS), HVD_CONSTANT(HVD_ERR_TIMEOUT),
-    HVD_CONSTANT(HVD_ERR_UNAVAILABLE), HVD_CONSTANT(HVD_ERR_ABORTED),
-    HVD_CONSTANT(HVD_ERR_UNAUTHENTICATED), HVD_CONSTANT(HVD_ERR_FAILED_PRECONDITION),
-    HVD_CONSTANT(HVD_ERR_CANCELLED), HVD_CONSTANT(HVD_ERR_UNIMPLEMENTED),
-    HVD_CONSTANT(HVD_ERR_INTERNAL), HVD_CONSTANT(HVD_OPTYPE_ALLREDUCE),
-    HVD_CONSTANT(HVD_OPTYPE_ALLGATHER), HVD_CONSTANT(HVD_OPTYPE_BROADCAST),
-    HVD_CONSTANT(HVD_OPTYPE_ALLTOALL), HVD_CONSTANT(HVD_OPTYPE_REDUCESCATTER),
-    HVD_CONSTANT(HVD_OPTYPE_BARRIER), HVD_CONSTANT(HVD_OPTYPE_JOIN),
-    HVD_CONSTANT(HVD_DEVICE_CPU), HVD_CONSTANT(HVD_GLOBAL_PROCESS_SET),
-};
-#undef HVD_CONSTANT
 
 // ---- Build and environment queries (hvd_build_feature) ----
 
@@ -314,7 +292,9 @@ int hvd_enqueue(const hvd_op* op, int64_t* handle) {
     if (op == nullptr || handle == nullptr) {
       return hvd::common::invalid_argument("hvd_enqueue: op and handle must not be null");
     }
-    auto h = rt.enqueue(*op);
+    auto read = hvd::runtime::read_op(op, "hvd_enqueue");
+    if (!read.is_ok()) return read.status();
+    auto h = rt.enqueue(read.value());
     if (!h.is_ok()) return h.status();
     *handle = h.value();
     return Status::ok();
@@ -322,7 +302,11 @@ int hvd_enqueue(const hvd_op* op, int64_t* handle) {
 }
 
 int hvd_enqueue_group(const hvd_op* ops, int32_t n, int64_t* handles) {
-  return with_runtime([&](Runtime& rt) { return rt.enqueue_group(ops, n, handles); });
+  return with_runtime([&](Runtime& rt) -> Status {
+    auto read = hvd::runtime::read_ops(ops, n, "hvd_enqueue_group");
+    if (!read.is_ok()) return read.status();
+    return rt.enqueue_group(read.value(), handles);
+  });
 }
 
 int hvd_poll(int64_t handle) {
@@ -477,11 +461,9 @@ int hvd_constant(const char* name, int64_t* value) {
     if (name == nullptr || value == nullptr) {
       return hvd::common::invalid_argument("hvd_constant: name and value must not be null");
     }
-    for (const auto& c : kConstants) {
-      if (std::strcmp(c.name, name) == 0) {
-        *value = c.value;
-        return Status::ok();
-      }
+    if (auto found = hvd::runtime::find_constant(name)) {
+      *value = *found;
+      return Status::ok();
     }
     return hvd::common::not_found("hvd_constant: no constant named '" + std::string(name) + "'");
   });
@@ -501,5 +483,7 @@ int hvd_build_feature(const char* name) {
 const char* hvd_last_error(void) { return last_error().c_str(); }
 
 const char* hvd_version(void) { return HVD_VERSION_STRING; }
+
+int hvd_abi_version(void) { return HVD_ABI_VERSION; }
 
 }  // extern "C"

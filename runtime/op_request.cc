@@ -151,11 +151,7 @@ Status check_splits(const hvd_op& op, engine::Request& q, const engine::ProcessS
 }  // namespace
 
 hvd_op blank_op(int32_t type) {
-  hvd_op op{};
-  op.op_type = type;
-  op.device = HVD_DEVICE_CPU;
-  op.process_set_id = HVD_GLOBAL_PROCESS_SET;
-  return op;
+  return hvd_op_defaults(type);
 }
 
 common::Result<engine::Entry> make_entry(const hvd_op& op, const engine::ProcessSet& set) {
@@ -179,15 +175,18 @@ common::Result<engine::Entry> make_entry(const hvd_op& op, const engine::Process
   auto type = to_data_type(op.dtype, call.c_str());
   if (!type.is_ok()) return type.status();
   q.dtype = type.value();
-  if (op.device != HVD_DEVICE_CPU) {
-    if (op.device < 0) {
-      return invalid_argument(call + ": device " + std::to_string(op.device) +
-                              " is neither HVD_DEVICE_CPU nor a CUDA device ordinal");
-    }
-    return common::unimplemented(call + ": CUDA tensors (device " + std::to_string(op.device) +
-                                 ") need the nccl transport, which this build does not have yet");
+  if (op.device != HVD_DEVICE_CPU && op.device < 0) {
+    return invalid_argument(call + ": device " + std::to_string(op.device) +
+                            " is neither HVD_DEVICE_CPU nor a CUDA device ordinal");
   }
-  q.device = HVD_DEVICE_CPU;
+  if (op.device == HVD_DEVICE_CPU && op.stream != nullptr) {
+    return invalid_argument(call + ": a stream is given but the op is on the CPU "
+                                   "(device HVD_DEVICE_CPU); streams are for CUDA tensors");
+  }
+  // A device op runs on the set's GPU transport (created at the first one;
+  // its errors, e.g. no such transport here, complete the op).
+  q.device = op.device;
+  e.stream = op.stream;
   HVD_RETURN_IF_ERROR(check_shape(op, q, call));
   HVD_RETURN_IF_ERROR(check_reduction(op, q, call));
   HVD_RETURN_IF_ERROR(check_buffers(op, e, call));

@@ -3,7 +3,7 @@
 // codes, shapes, pointers, roots, splits, scale factors. Fields an op type
 // does not use are normalised (e.g. a broadcast's reduce op), so that stray
 // values never cause a mismatch across ranks. Failures are kInvalidArgument
-// naming the op and the bad value (kUnimplemented for CUDA tensors).
+// naming the op and the bad value.
 #pragma once
 
 #include "common/status.h"

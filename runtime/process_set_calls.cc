@@ -87,13 +87,14 @@ Result<int32_t> Runtime::add_process_set(std::span<const int32_t> ranks) {
   auto me = std::find(members.begin(), members.end(), world_.rank);
   set->rank = me == members.end() ? -1 : static_cast<int>(me - members.begin());
   if (set->rank >= 0) {
-    auto transport = connect(common::round_key_prefix(epoch_) + "ps" + std::to_string(id) + "/",
-                             set->rank, set->size());
+    const std::string key_prefix =
+        common::round_key_prefix(epoch_) + "ps" + std::to_string(id) + "/";
+    auto transport = connect(key_prefix, set->rank, set->size());
     if (!transport.is_ok()) {
       return transport.status().with_context("hvd_add_process_set: process set " +
                                              std::to_string(id));
     }
-    set->engine = make_engine(id, members, set->rank, std::move(transport).value());
+    set->engine = make_engine(id, members, set->rank, key_prefix, std::move(transport).value());
   }
   std::shared_ptr<engine::SetEngine> engine = set->engine;
   if (!sets_.add(std::move(set))) {

@@ -12,6 +12,7 @@
 #include "common/logging.h"
 #include "common/round_keys.h"
 #include "runtime/engine/agreement.h"
+#include "transports/plugin/known_plugins.h"
 
 namespace hvd::runtime {
 
@@ -21,10 +22,22 @@ std::chrono::milliseconds seconds_setting(const config::Settings& settings, cons
   return std::chrono::seconds(settings.get_int(key));
 }
 
+// The built-in transports and the transport_plugins setting's plugins.
+Result<transports::TransportRegistry> make_registry(const config::Settings& settings) {
+  auto plugins = transports::plugin::parse_plugin_list(settings.get("transport_plugins"));
+  if (!plugins.is_ok()) return plugins.status();
+  return transports::plugin::registry_with_plugins(plugins.value());
+}
+
 }  // namespace
 
-Runtime::Runtime(WorldInfo world, config::Settings settings, int64_t first_handle)
-    : world_(std::move(world)), settings_(std::move(settings)), handles_(first_handle) {}
+Runtime::Runtime(WorldInfo world, config::Settings settings, int64_t first_handle,
+                 transports::TransportRegistry registry, GpuTransportChoice gpu)
+    : world_(std::move(world)),
+      settings_(std::move(settings)),
+      registry_(std::move(registry)),
+      gpu_(std::move(gpu)),
+      handles_(first_handle) {}
 
 Runtime::~Runtime() {
   shutdown();
@@ -42,14 +55,19 @@ Result<std::unique_ptr<Runtime>> Runtime::init(const EnvLookup& lookup, int64_t 
   std::string prefix = std::to_string(world->rank) + "@" + world->hostname;
   common::init_logging(prefix, level.value());
 
-  std::unique_ptr<Runtime> runtime(
-      new Runtime(std::move(world).value(), std::move(settings), first_handle));
+  auto registry = make_registry(settings);
+  if (!registry.is_ok()) return registry.status();
+  auto gpu = GpuTransportChoice::parse(settings.get("gpu_transport"), registry.value());
+  if (!gpu.is_ok()) return gpu.status();
+  std::unique_ptr<Runtime> runtime(new Runtime(std::move(world).value(), std::move(settings),
+                                               first_handle, std::move(registry).value(),
+                                               std::move(gpu).value()));
   HVD_RETURN_IF_ERROR(runtime->start(generation));
   return runtime;
 }
 
-Result<std::unique_ptr<transports::Transport>> Runtime::connect(const std::string& key_prefix,
-                                                                int rank, int size) const {
+transports::TransportContext Runtime::context_for(const std::string& key_prefix, int rank,
+                                                  int size) const {
   transports::TransportContext context;
   context.rank = rank;
   context.size = size;
@@ -64,11 +82,17 @@ Result<std::unique_ptr<transports::Transport>> Runtime::connect(const std::strin
     context.cross_rank = world_.cross_rank;
     context.cross_size = world_.cross_size;
   }
-  return registry_.create(transports::DeviceKind::kCpu, settings_.get("cpu_transport"), context);
+  return context;
+}
+
+Result<std::unique_ptr<transports::Transport>> Runtime::connect(const std::string& key_prefix,
+                                                                int rank, int size) const {
+  return registry_.create(transports::DeviceKind::kCpu, settings_.get("cpu_transport"),
+                          context_for(key_prefix, rank, size));
 }
 
 std::shared_ptr<engine::SetEngine> Runtime::make_engine(
-    int32_t id, const std::vector<int>& ranks, int rank,
+    int32_t id, const std::vector<int>& ranks, int rank, const std::string& key_prefix,
     std::unique_ptr<transports::Transport> transport) {
   engine::SetEngineOptions o;
   o.process_set_id = id;
@@ -86,6 +110,13 @@ std::shared_ptr<engine::SetEngine> Runtime::make_engine(
     abort(failure.with_context(id == HVD_GLOBAL_PROCESS_SET
                                    ? "the global process set failed"
                                    : "process set " + std::to_string(id) + " failed"));
+  };
+  // The GPU transport, at the set's first device op (on the engine thread,
+  // at the same response on every rank; the engine outlives no Runtime).
+  o.connect_device = [this, key_prefix, rank, size = static_cast<int>(ranks.size())](int device) {
+    transports::TransportContext context = context_for(key_prefix + "gpu/", rank, size);
+    context.device = device;
+    return gpu_.connect(registry_, context);
   };
   return std::make_shared<engine::SetEngine>(std::move(o), std::move(transport), handles_,
                                              &timeline_);
@@ -153,7 +184,8 @@ Status Runtime::join() {
 Status Runtime::start(int64_t generation) {
   if (world_.has_rendezvous()) HVD_RETURN_IF_ERROR(join());
 
-  auto cpu = connect(common::round_key_prefix(epoch_) + "cpu/", world_.rank, world_.size);
+  const std::string key_prefix = common::round_key_prefix(epoch_) + "cpu/";
+  auto cpu = connect(key_prefix, world_.rank, world_.size);
   if (!cpu.is_ok()) return cpu.status();
   std::string transport_name(cpu.value()->name());
 
@@ -161,7 +193,8 @@ Status Runtime::start(int64_t generation) {
   global->id = HVD_GLOBAL_PROCESS_SET;
   for (int r = 0; r < world_.size; ++r) global->ranks.push_back(r);
   global->rank = world_.rank;
-  global->engine = make_engine(global->id, global->ranks, global->rank, std::move(cpu).value());
+  global->engine =
+      make_engine(global->id, global->ranks, global->rank, key_prefix, std::move(cpu).value());
   sets_.add(std::move(global));
   if (world_.elastic && rendezvous_) {
     // Membership changes from now on; when members of this round are
@@ -174,9 +207,10 @@ Status Runtime::start(int64_t generation) {
     if (generation > 0) path += "." + std::to_string(generation);
     HVD_RETURN_IF_ERROR(start_timeline(path));
   }
-  spdlog::info("rank {} of {} (local {}/{}, cross {}/{}) ready, epoch {}, cpu transport {}",
+  spdlog::info("rank {} of {} (local {}/{}, cross {}/{}) ready, epoch {}, cpu transport {}, "
+               "gpu transport {} (at the first device op)",
                world_.rank, world_.size, world_.local_rank, world_.local_size, world_.cross_rank,
-               world_.cross_size, epoch_, transport_name);
+               world_.cross_size, epoch_, transport_name, gpu_.setting());
   started_ = true;
   return Status::ok();
 }

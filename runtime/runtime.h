@@ -31,6 +31,7 @@
 #include "runtime/engine/process_sets.h"
 #include "runtime/engine/timeline_slot.h"
 #include "runtime/engine/world_abort.h"
+#include "runtime/gpu_transport.h"
 #include "runtime/heartbeat.h"
 #include "runtime/membership_watch.h"
 #include "runtime/rendezvous_client.h"
@@ -60,8 +61,9 @@ class Runtime {
   // A handle for the op; argument errors, a set this rank is not a member
   // of, a name already in flight or a stopped engine are returned at once.
   Result<int64_t> enqueue(const hvd_op& op);
-  // n ops negotiated and completed together; handles[0..n) on success.
-  Status enqueue_group(const hvd_op* ops, int32_t n, int64_t* handles);
+  // The ops negotiated and completed together; handles[0..n) on success.
+  // (The C ABI reads a caller's structs with runtime/op_abi.h first.)
+  Status enqueue_group(std::span<const hvd_op> ops, int64_t* handles);
 
   // ---- The blocking collectives of the C ABI (enqueue + wait) ----
   Status allreduce(void* data, int64_t count, int32_t dtype, int32_t op);
@@ -107,13 +109,19 @@ class Runtime {
   Result<engine::EngineStats> stats(int32_t set_id) const;
 
  private:
-  Runtime(WorldInfo world, config::Settings settings, int64_t first_handle);
+  Runtime(WorldInfo world, config::Settings settings, int64_t first_handle,
+          transports::TransportRegistry registry, GpuTransportChoice gpu);
   Status start(int64_t generation);  // join, connect, start the global engine
   Status join();                     // the rendezvous (hosted by rank 0 under a foreign launcher)
+  transports::TransportContext context_for(const std::string& key_prefix, int rank,
+                                           int size) const;
+  // The CPU transport of a world (the set of `key_prefix`).
   Result<std::unique_ptr<transports::Transport>> connect(const std::string& key_prefix, int rank,
                                                          int size) const;
+  // `key_prefix` is the set's, as given to connect(): its GPU transport, if
+  // it has device ops, connects under key_prefix + "gpu/".
   std::shared_ptr<engine::SetEngine> make_engine(int32_t id, const std::vector<int>& ranks,
-                                                 int rank,
+                                                 int rank, const std::string& key_prefix,
                                                  std::unique_ptr<transports::Transport> transport);
   Result<std::shared_ptr<const engine::ProcessSet>> member_set(int32_t id) const;
   // enqueue + wait + release.
@@ -124,8 +132,10 @@ class Runtime {
 
   WorldInfo world_;
   config::Settings settings_;
-  // Built once: a plugin's library, once loaded, stays known to it.
-  const transports::TransportRegistry registry_ = transports::TransportRegistry::with_builtins();
+  // Built once (the built-in transports and the transport_plugins setting's):
+  // a plugin's library, once loaded, stays known to it.
+  const transports::TransportRegistry registry_;
+  const GpuTransportChoice gpu_;  // the gpu_transport setting, checked against registry_
   int64_t epoch_ = 0;
   int slot_ = -1;  // with a rendezvous: HVD_RANK (elastic jobs: the slot, not the round's rank)
   std::unique_ptr<ForeignJob> foreign_;           // set when a foreign launcher started us

@@ -38,8 +38,9 @@ Result<int64_t> Runtime::enqueue(const hvd_op& op) {
   return handle;
 }
 
-Status Runtime::enqueue_group(const hvd_op* ops, int32_t n, int64_t* handles) {
-  if (ops == nullptr || handles == nullptr || n < 1) {
+Status Runtime::enqueue_group(std::span<const hvd_op> ops, int64_t* handles) {
+  const auto n = static_cast<int32_t>(ops.size());
+  if (handles == nullptr || n < 1) {
     return common::invalid_argument("hvd_enqueue_group: needs n >= 1 ops and room for n handles");
   }
   auto set = member_set(ops[0].process_set_id);

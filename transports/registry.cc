@@ -78,6 +78,12 @@ std::vector<std::string> TransportRegistry::names(DeviceKind device) const {
   return out;
 }
 
+Availability TransportRegistry::availability(const std::string& name) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return Availability{false, "no transport '" + name + "' is registered"};
+  return availability(it->second);
+}
+
 std::vector<TransportInfo> TransportRegistry::list() const {
   std::vector<TransportInfo> out;
   for (const auto& [name, entry] : entries_) {

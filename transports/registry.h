@@ -93,6 +93,10 @@ class TransportRegistry {
 
   std::vector<std::string> names(DeviceKind device) const;
 
+  // Whether `name` can run here (its probe runs); not available, saying so,
+  // when no such transport is registered.
+  Availability availability(const std::string& name) const;
+
   // Every entry, by name, with its availability (probes run).
   std::vector<TransportInfo> list() const;
 

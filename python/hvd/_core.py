@@ -5,13 +5,16 @@ An adapter (``kind``) knows one array type (torch tensors, numpy arrays):
                           engine cannot take (dtype, device, sparse)
     info(x)            -> (data pointer, shape tuple, HVD dtype, HVD device)
                           of a prepared array
+    stream(x)          -> the CUDA stream (an int) its op is ordered on, or
+                          None (CPU arrays)
     empty(shape, like) -> a new contiguous array with like's dtype and device
     nbytes(x)          -> size of a prepared array in bytes
     copy_(dst, src)    -> copies src into dst (dst may be non-contiguous)
     int_array(values)  -> an int32 array of the values (received splits)
     to_list(values)    -> a list of ints from a sequence or an array
 
-Each ``prep_*`` builds one hvd_op and says what the finished op returns;
+Each ``prep_*`` builds one hvd_op (by field name: _lib.make_op) and says
+what the finished op returns;
 ``submit`` enqueues one, ``submit_group`` enqueues several negotiated and
 completed together (grouped ops). Both return a Handle.
 """
@@ -21,7 +24,7 @@ import numbers
 
 from hvd import _lib
 from hvd._handles import Handle
-from hvd._lib import C, hvd_op
+from hvd._lib import C, hvd_op, make_op
 from hvd.common import reduce_op_code
 from hvd.process_sets import global_process_set
 
@@ -138,10 +141,13 @@ def prep_allreduce(kind, tensor, inplace, name, op, prescale_factor, postscale_f
         out = kind.empty(shape, src)
         out_ptr = kind.info(out)[0]
         finish = lambda hid: out  # noqa: E731
-    o = hvd_op(C.OPTYPE_ALLREDUCE, _name(name), ptr, out_ptr, _shape_array(shape), len(shape),
-               dtype, device, reduce_op_code(op), prescale_factor, postscale_factor, 0, None,
-               set_id(process_set))
-    return Prep(o, (tensor, src, out), finish)
+    dims = _shape_array(shape)
+    o = make_op(op_type=C.OPTYPE_ALLREDUCE, name=_name(name), input=ptr, output=out_ptr,
+                shape=dims, ndim=len(shape), dtype=dtype, device=device,
+                reduce_op=reduce_op_code(op), prescale_factor=prescale_factor,
+                postscale_factor=postscale_factor, process_set_id=set_id(process_set),
+                stream=kind.stream(src))
+    return Prep(o, (tensor, src, out, dims), finish)
 
 
 def prep_broadcast(kind, tensor, inplace, root_rank, name, process_set):
@@ -155,9 +161,11 @@ def prep_broadcast(kind, tensor, inplace, root_rank, name, process_set):
         out = kind.empty(shape, src)
         out_ptr = kind.info(out)[0]
         finish = lambda hid: out  # noqa: E731
-    o = hvd_op(C.OPTYPE_BROADCAST, _name(name), ptr, out_ptr, _shape_array(shape), len(shape),
-               dtype, device, 0, 1.0, 1.0, root, None, ps_id)
-    return Prep(o, (tensor, src, out), finish)
+    dims = _shape_array(shape)
+    o = make_op(op_type=C.OPTYPE_BROADCAST, name=_name(name), input=ptr, output=out_ptr,
+                shape=dims, ndim=len(shape), dtype=dtype, device=device, root_rank=root,
+                process_set_id=ps_id, stream=kind.stream(src))
+    return Prep(o, (tensor, src, out, dims), finish)
 
 
 def _rows_op(op_type, kind, tensor, name, process_set, reduce_op=None, prescale_factor=1.0,
@@ -167,8 +175,10 @@ def _rows_op(op_type, kind, tensor, name, process_set, reduce_op=None, prescale_
     if len(shape) == 0:
         raise ValueError("the tensor needs at least one dimension (rows), not a scalar")
     code = 0 if reduce_op is None else reduce_op_code(reduce_op)
-    o = hvd_op(op_type, _name(name), ptr, None, _shape_array(shape), len(shape), dtype, device,
-               code, prescale_factor, postscale_factor, 0, splits, set_id(process_set))
+    o = make_op(op_type=op_type, name=_name(name), input=ptr, shape=_shape_array(shape),
+                ndim=len(shape), dtype=dtype, device=device, reduce_op=code,
+                prescale_factor=prescale_factor, postscale_factor=postscale_factor,
+                splits=splits, process_set_id=set_id(process_set), stream=kind.stream(src))
     return o, src, len(shape)
 
 
@@ -218,8 +228,7 @@ def split_values(values):
 
 
 def _control_op(op_type, process_set):
-    return hvd_op(op_type, None, None, None, None, 0, 0, C.DEVICE_CPU, 0, 1.0, 1.0, 0, None,
-                  set_id(process_set))
+    return make_op(op_type=op_type, process_set_id=set_id(process_set))
 
 
 def barrier(process_set=global_process_set):

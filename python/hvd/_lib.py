@@ -1,6 +1,12 @@
 """libhvd.so through ctypes: loading, function signatures, the hvd_op struct,
 the library's constants and error checking.
 
+hvd_op is built by field name only (``make_op(op_type=..., input=...)``),
+which fills struct_size; at import the library's ABI version and hvd_op's
+size and field offsets, as libhvd reports them (hvd_constant), are checked
+against this module's ctypes mirror, so a mismatched package and library
+fail at once with one error naming the difference.
+
 Nothing here knows about frameworks. Constants are read from the library
 (hvd_constant), never copied: ``C.FLOAT32`` is the value of HVD_FLOAT32.
 ctypes releases the GIL for the duration of every call, so a thread blocked
@@ -51,10 +57,16 @@ _pi64 = ctypes.POINTER(ctypes.c_int64)
 _pi32 = ctypes.POINTER(ctypes.c_int32)
 
 
+# The HVD_ABI_VERSION this package was written for (hvd/c_api.h).
+ABI_VERSION = 1
+
+
 class hvd_op(ctypes.Structure):
-    """Mirrors ``struct hvd_op`` of hvd/c_api.h, field for field."""
+    """Mirrors ``struct hvd_op`` of hvd/c_api.h, field for field. Build it
+    with make_op(), never positionally."""
 
     _fields_ = [
+        ("struct_size", ctypes.c_uint32),
         ("op_type", ctypes.c_int32),
         ("name", ctypes.c_char_p),
         ("input", ctypes.c_void_p),
@@ -69,7 +81,27 @@ class hvd_op(ctypes.Structure):
         ("root_rank", ctypes.c_int32),
         ("splits", _pi64),
         ("process_set_id", ctypes.c_int32),
+        ("stream", ctypes.c_void_p),
     ]
+
+
+_OP_FIELDS = frozenset(name for name, _ in hvd_op._fields_) - {"struct_size"}
+
+
+def make_op(**fields):
+    """An hvd_op with struct_size set, on the CPU, in the global process set,
+    every other field zero, then ``fields`` (by name; an unknown name is a
+    TypeError naming it)."""
+    unknown = sorted(set(fields) - _OP_FIELDS)
+    if unknown:
+        raise TypeError(f"hvd_op has no field {', '.join(unknown)}")
+    op = hvd_op()
+    op.struct_size = ctypes.sizeof(hvd_op)
+    op.device = C.DEVICE_CPU
+    op.process_set_id = C.GLOBAL_PROCESS_SET
+    for name, value in fields.items():
+        setattr(op, name, value)
+    return op
 
 
 def _declare(name, restype, *argtypes):
@@ -115,6 +147,7 @@ hvd_constant = _declare("hvd_constant", _int, ctypes.c_char_p, _pi64)
 hvd_build_feature = _declare("hvd_build_feature", _int, ctypes.c_char_p)
 hvd_last_error = _declare("hvd_last_error", ctypes.c_char_p)
 hvd_version = _declare("hvd_version", ctypes.c_char_p)
+hvd_abi_version = _declare("hvd_abi_version", _int)
 
 
 def constant(name):
@@ -150,6 +183,45 @@ class _Constants:
 
 
 C = _Constants()
+
+
+def layout_mismatch(struct, lookup, abi_version):
+    """What differs between the ctypes ``struct`` (hvd_op) and the library's
+    layout, as read by ``lookup(name)`` (None when the library has no such
+    constant), or None when they agree. The library may be newer (a larger
+    hvd_op: it accepts the shorter struct) but not older."""
+    if abi_version < ABI_VERSION:
+        return (f"libhvd has C ABI version {abi_version}, older than the version "
+                f"{ABI_VERSION} this hvd package needs")
+    for name, _ in struct._fields_:
+        offset = lookup(f"hvd_op.offset.{name}")
+        ours = getattr(struct, name).offset
+        if offset is None:
+            return f"libhvd's hvd_op has no field {name} (the package's is at offset {ours})"
+        if offset != ours:
+            return f"hvd_op.{name} is at offset {offset} in libhvd but {ours} in the package"
+    size, ours = lookup("hvd_op.size"), ctypes.sizeof(struct)
+    if size is None or size < ours:
+        return f"libhvd's hvd_op is {size} bytes, smaller than the package's {ours}"
+    oldest = lookup("hvd_op.min_size")
+    if oldest is None or ours < oldest:
+        return f"the package's hvd_op is {ours} bytes, below libhvd's oldest layout ({oldest})"
+    return None
+
+
+def _lookup(name):
+    value = ctypes.c_int64()
+    return value.value if hvd_constant(name.encode(), ctypes.byref(value)) == 0 else None
+
+
+def _check_layout():
+    problem = layout_mismatch(hvd_op, _lookup, hvd_abi_version())
+    if problem:
+        raise ImportError(f"hvd: {path} does not match this Python package: {problem}; "
+                          "rebuild libhvd.so or install the package that came with it")
+
+
+_check_layout()
 
 
 def last_error():

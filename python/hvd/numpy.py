@@ -51,6 +51,10 @@ class _NumpyKind:
         return a.ctypes.data, a.shape, _DTYPES[a.dtype], C.DEVICE_CPU
 
     @staticmethod
+    def stream(a):
+        return None  # host memory
+
+    @staticmethod
     def empty(shape, like):
         return _np.empty(shape, dtype=like.dtype)
 

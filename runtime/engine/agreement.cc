@@ -106,7 +106,10 @@ common::Status check_agreement(std::span<const Request* const> requests,
     return mismatch("root rank", requests, global_ranks,
                     [](const Request& r) { return std::to_string(r.root_rank); });
   }
-  if (differs([](const Request& a, const Request& b) { return a.device == b.device; })) {
+  // CPU or CUDA must agree; the CUDA ordinal may differ (each rank has its GPU).
+  if (differs([](const Request& a, const Request& b) {
+        return (a.device >= 0) == (b.device >= 0);
+      })) {
     return mismatch("device", requests, global_ranks,
                     [](const Request& r) { return device_string(r.device); });
   }

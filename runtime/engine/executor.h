@@ -6,6 +6,12 @@
 // in place in the op's output. A rank that joined without the op contributes
 // the identity of the reduction (zeros for sums) and no rows to gathers.
 //
+// A set has one Executor over its CPU transport and, once it has device
+// ops, one over its GPU transport (device_route.h). Packing, scaling and
+// engine-allocated outputs are host memory for both: right for the CPU and
+// for plugins whose device memory the host can address (the fakecuda test
+// plugin); CUDA memory needs the device fusion buffer (docs/gpu.md).
+//
 // Errors: a transport error that leaves the transport failed is returned
 // (the engine then fails everything); an invalid argument the transport
 // refused (e.g. a dtype it cannot reduce) fails just the batch's ops, on

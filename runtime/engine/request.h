@@ -29,6 +29,9 @@ enum class OpType : int32_t {
 
 std::string_view op_type_name(OpType type);
 
+// A Request's device when the tensor is in host memory (HVD_DEVICE_CPU).
+inline constexpr int32_t kCpuDevice = -1;
+
 struct Request {
   int32_t rank = 0;  // the rank that submitted it (not compared)
   std::string name;
@@ -37,7 +40,7 @@ struct Request {
   ReduceOp reduce_op = ReduceOp::kSum;  // allreduce, reducescatter
   std::vector<int64_t> shape;
   int32_t root_rank = -1;     // broadcast
-  int32_t device = -1;        // -1 CPU, >= 0 CUDA device ordinal
+  int32_t device = kCpuDevice;  // kCpuDevice, or >= 0: a CUDA device ordinal
   double prescale_factor = 1.0;
   double postscale_factor = 1.0;
   int32_t process_set_id = 0;

@@ -43,7 +43,9 @@ SetEngine::SetEngine(SetEngineOptions options, std::unique_ptr<transports::Trans
       timeline_(timeline),
       controller_(controller_options(options_), *transport_, counters_),
       executor_(*transport_, options_.rank, static_cast<int>(options_.global_ranks.size()),
-                counters_) {
+                counters_),
+      device_(options_.connect_device, options_.rank,
+              static_cast<int>(options_.global_ranks.size()), counters_) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -75,6 +77,7 @@ void SetEngine::abort(Status reason) {
   }
   queue_.close(reason);        // later enqueues fail at once
   transport_->abort(reason);   // a blocked exchange or op returns at once
+  device_.abort(reason);       // the GPU transport too, once it exists
   queue_.interrupt();          // a sleeping engine wakes and fails what it holds
 }
 
@@ -245,7 +248,9 @@ Status SetEngine::execute(CyclePlan& plan, Timeline* timeline) {
     item.op_type = q.op_type;
     item.dtype = q.dtype;
     item.reduce_op = q.reduce_op;
-    item.device = q.device;
+    // CPU or device, not the ordinal: ranks may hold their tensors on
+    // different GPUs, and every rank must fuse the same batches.
+    item.device = q.device >= 0 ? 0 : kCpuDevice;
     item.process_set_id = q.process_set_id;
     item.prescale_factor = q.prescale_factor;
     item.postscale_factor = q.postscale_factor;
@@ -265,7 +270,7 @@ Status SetEngine::execute(CyclePlan& plan, Timeline* timeline) {
       }
     }
     for (Response* r : batch_) r->entry.negotiate_timeline = nullptr;  // QUEUE ended
-    HVD_RETURN_IF_ERROR(executor_.run(batch_, timeline, prefix_));
+    HVD_RETURN_IF_ERROR(run_batch(timeline));
     for (Response* r : batch_) {
       if (r->op().group_id < 0) finish_response(*r, timeline);
     }
@@ -284,6 +289,19 @@ Status SetEngine::execute(CyclePlan& plan, Timeline* timeline) {
   }
   if (!group_done_.empty()) handles_.complete_all(group_done_);
   return Status::ok();
+}
+
+Status SetEngine::run_batch(Timeline* timeline) {
+  const int device = batch_.front()->op().device;
+  if (device < 0) return executor_.run(batch_, timeline, prefix_);
+  auto executor = device_.executor(device);
+  if (!executor.is_ok()) {
+    // No GPU transport here: the batch's ops fail (on every rank alike),
+    // the set goes on with its CPU ops.
+    for (Response* r : batch_) r->error = executor.status();
+    return Status::ok();
+  }
+  return executor.value()->run(batch_, timeline, prefix_);
 }
 
 void SetEngine::fail_everything(const Status& status, CyclePlan& plan) {

@@ -16,6 +16,10 @@
 // (at most idle_wake), so a set that cannot progress costs at most one
 // exchange per cycle_time.
 //
+// Device ops (device >= 0) run on a GPU transport held beside the CPU one
+// (device_route.h: created at the set's first device op, aborted with the
+// set); negotiation and CPU ops stay on the CPU transport.
+//
 // Failures: a transport error fails every pending and later op of the set
 // with that Status (the transport stays failed) and is reported to
 // on_transport_failure (the runtime then aborts every other set: the world
@@ -39,6 +43,7 @@
 
 #include "common/status.h"
 #include "runtime/engine/controller.h"
+#include "runtime/engine/device_route.h"
 #include "runtime/engine/engine_stats.h"
 #include "runtime/engine/executor.h"
 #include "runtime/engine/fusion_planner.h"
@@ -65,6 +70,9 @@ struct SetEngineOptions {
   // Called on the engine thread with the Status of a failed exchange or
   // transport call (not after abort()); may call abort() on any engine.
   std::function<void(const common::Status&)> on_transport_failure;
+  // Creates the set's GPU transport at its first device op (DeviceRoute);
+  // null: device ops fail saying there is none.
+  DeviceConnector connect_device;
 };
 
 class SetEngine {
@@ -100,6 +108,8 @@ class SetEngine {
   void cycle_loop(std::vector<Entry>& drained, CyclePlan& plan);
   void wait_for_cycle(Clock::time_point last_start, Clock::time_point last_end);
   common::Status execute(CyclePlan& plan, Timeline* timeline);
+  // Runs batch_ on the CPU executor, or on the GPU transport's for device ops.
+  common::Status run_batch(Timeline* timeline);
   void finish_response(Response& r, Timeline* timeline);
   void complete(Entry& entry, common::Status status, OpOutput output = {});
   void fail_everything(const common::Status& status, CyclePlan& plan);
@@ -117,6 +127,7 @@ class SetEngine {
   EngineCounters counters_;
   Controller controller_;
   Executor executor_;
+  DeviceRoute device_;  // device ops: the GPU transport, created at the first one
   TensorQueue queue_;
 
   std::atomic<bool> stop_requested_{false};

@@ -43,6 +43,9 @@ struct Entry {
   Request request;
   const void* input = nullptr;  // null when the op has no input (join, barrier)
   void* output = nullptr;       // allreduce, broadcast: the result; else null
+  // Device ops: the framework's CUDA stream (hvd_op.stream; null: default).
+  // Carried for the GPU transport; not passed to it yet (docs/gpu.md).
+  void* stream = nullptr;
   int64_t handle = 0;
   Clock::time_point enqueued{};
 

@@ -59,3 +59,23 @@ def test_a_cpu_transport_setting_naming_nccl_is_refused_clearly(hvdrun):
             env={"HVD_CPU_TRANSPORT": "nccl"})
     assert r.returncode != 0
     assert "transport 'nccl' is for cuda tensors, not cpu tensors" in r.stderr, r.stderr
+
+
+def test_shows_the_gpu_transport_and_listed_plugins(hvdrun):
+    plugin = BUILD_DIR / "tests" / "plugins" / "libhvd_fake_cuda_plugin.so"
+    assert "CUDA tensors go to HVD_GPU_TRANSPORT=auto " in check_build(hvdrun)
+    r = run([hvdrun, "--check-build"], timeout=60,
+            env={"HVD_GPU_TRANSPORT": "fakecuda",
+                 "HVD_TRANSPORT_PLUGINS": f"fakecuda:cuda:{plugin}"})
+    assert r.returncode == 0, r.stderr
+    assert "    [X] fakecuda (cuda)\n" in r.stdout, r.stdout
+    assert f"    [X] {plugin} (fakecuda): loaded from {plugin}, ABI version 1\n" in r.stdout
+    assert "CUDA tensors go to HVD_GPU_TRANSPORT=fakecuda " in r.stdout
+
+
+def test_a_malformed_plugin_list_is_one_line_naming_it(hvdrun):
+    r = run([hvdrun, "--check-build"], timeout=60,
+            env={"HVD_TRANSPORT_PLUGINS": "fakecuda:gpu:libx.so"})
+    assert r.returncode == 2
+    assert ("transport_plugins: device 'gpu' in 'fakecuda:gpu:libx.so' is neither cpu nor cuda"
+            in r.stderr), r.stderr

@@ -46,7 +46,7 @@ def test_hvd_op_struct_matches_the_header():
     body = text[text.index("typedef struct hvd_op {") + len("typedef struct hvd_op {"):
                 text.index("} hvd_op;")]
     decls = [d.strip() for d in body.split(";") if d.strip()]
-    c_types = {"int32_t": ctypes.c_int32, "const char*": ctypes.c_char_p,
+    c_types = {"uint32_t": ctypes.c_uint32, "int32_t": ctypes.c_int32, "const char*": ctypes.c_char_p,
                "const void*": ctypes.c_void_p, "void*": ctypes.c_void_p,
                "const int64_t*": ctypes.POINTER(ctypes.c_int64), "double": ctypes.c_double}
     fields = []
@@ -54,6 +54,50 @@ def test_hvd_op_struct_matches_the_header():
         m = re.match(r"(.*?[\s*])(\w+)$", d)
         fields.append((m.group(2), c_types[m.group(1).replace(" *", "*").strip()]))
     assert fields == list(_lib.hvd_op._fields_)
+
+
+def test_make_op_builds_by_field_name_with_struct_size():
+    import ctypes
+    op = _lib.make_op(op_type=_lib.C.OPTYPE_BROADCAST, root_rank=3, ndim=1)
+    assert op.struct_size == ctypes.sizeof(_lib.hvd_op) == _lib.constant("hvd_op.size")
+    assert (op.op_type, op.root_rank, op.ndim) == (_lib.C.OPTYPE_BROADCAST, 3, 1)
+    assert op.device == _lib.C.DEVICE_CPU and op.process_set_id == _lib.C.GLOBAL_PROCESS_SET
+    assert op.stream is None and op.prescale_factor == 0.0
+    with pytest.raises(TypeError, match="hvd_op has no field root, sream"):
+        _lib.make_op(root=1, sream=2)
+
+
+def test_the_library_layout_is_checked_field_by_field():
+    """The import-time check compares every field's offset, the sizes and the
+    ABI version with what libhvd reports (hvd_constant)."""
+    real = _lib._lookup
+    assert _lib.layout_mismatch(_lib.hvd_op, real, _lib.hvd_abi_version()) is None
+    assert _lib.hvd_abi_version() == _lib.ABI_VERSION == _lib.constant("HVD_ABI_VERSION")
+
+    def shifted(field, by):
+        return lambda name: real(name) + by if name == f"hvd_op.offset.{field}" else real(name)
+    assert _lib.layout_mismatch(_lib.hvd_op, shifted("stream", 8), _lib.ABI_VERSION) == (
+        f"hvd_op.stream is at offset {_lib.hvd_op.stream.offset + 8} in libhvd but "
+        f"{_lib.hvd_op.stream.offset} in the package")
+    missing = lambda name: None if name == "hvd_op.offset.stream" else real(name)  # noqa: E731
+    assert "libhvd's hvd_op has no field stream" in _lib.layout_mismatch(
+        _lib.hvd_op, missing, _lib.ABI_VERSION)
+    smaller = lambda name: 96 if name == "hvd_op.size" else real(name)  # noqa: E731
+    assert _lib.layout_mismatch(_lib.hvd_op, smaller, _lib.ABI_VERSION) == (
+        f"libhvd's hvd_op is 96 bytes, smaller than the package's {ctypes_size()}")
+    assert _lib.layout_mismatch(_lib.hvd_op, real, 0) == (
+        f"libhvd has C ABI version 0, older than the version {_lib.ABI_VERSION} this hvd "
+        "package needs")
+
+
+def ctypes_size():
+    import ctypes
+    return ctypes.sizeof(_lib.hvd_op)
+
+
+def test_cpu_tensors_have_no_stream():
+    from hvd.torch import mpi_ops
+    assert mpi_ops._cuda_stream(torch.ones(2)) is None
 
 
 # ---- argument errors (raised at once, on the calling rank) ---------------------------------

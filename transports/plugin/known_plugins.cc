@@ -112,6 +112,61 @@ void register_known_plugins(TransportRegistry& registry) {
   for (const auto& plugin : known_plugins()) register_plugin(registry, plugin);
 }
 
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+common::Result<KnownPlugin> parse_plugin(std::string_view entry) {
+  const std::string quoted = "'" + std::string(entry) + "'";
+  const size_t first = entry.find(':');
+  const size_t second = first == std::string_view::npos ? first : entry.find(':', first + 1);
+  if (second == std::string_view::npos) {
+    return common::invalid_argument("transport_plugins: " + quoted +
+                                    " is not NAME:DEVICE:LIBRARY (e.g. mine:cuda:libmine.so)");
+  }
+  KnownPlugin plugin;
+  plugin.name = std::string(trim(entry.substr(0, first)));
+  const std::string_view device = trim(entry.substr(first + 1, second - first - 1));
+  plugin.library = std::string(trim(entry.substr(second + 1)));
+  if (plugin.name.empty() || plugin.library.empty()) {
+    return common::invalid_argument("transport_plugins: " + quoted +
+                                    " has an empty name or library");
+  }
+  if (device == "cuda") {
+    plugin.device = DeviceKind::kCuda;
+  } else if (device == "cpu") {
+    plugin.device = DeviceKind::kCpu;
+  } else {
+    return common::invalid_argument("transport_plugins: device '" + std::string(device) +
+                                    "' in " + quoted + " is neither cpu nor cuda");
+  }
+  return plugin;
+}
+
+}  // namespace
+
+common::Result<std::vector<KnownPlugin>> parse_plugin_list(std::string_view text) {
+  std::vector<KnownPlugin> plugins;
+  while (!trim(text).empty()) {
+    const size_t comma = text.find(',');
+    auto plugin = parse_plugin(trim(text.substr(0, comma)));
+    if (!plugin.is_ok()) return plugin.status();
+    plugins.push_back(std::move(plugin).value());
+    text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
+  }
+  return plugins;
+}
+
+TransportRegistry registry_with_plugins(const std::vector<KnownPlugin>& plugins) {
+  auto registry = TransportRegistry::with_builtins();
+  for (const auto& plugin : plugins) register_plugin(registry, plugin);
+  return registry;
+}
+
 PluginLoadReport try_load(const KnownPlugin& plugin) {
   PluginLoadReport report;
   report.library = plugin.library;

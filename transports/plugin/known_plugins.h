@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "transports/registry.h"
@@ -17,9 +18,9 @@
 namespace hvd::transports::plugin {
 
 struct KnownPlugin {
-  const char* name;     // the registry name
+  std::string name;     // the registry name
   DeviceKind device;
-  const char* library;  // file name of the shared library
+  std::string library;  // file name of the shared library (or a path)
 };
 
 // nccl (CUDA, libhvd_nccl.so).
@@ -44,6 +45,17 @@ void register_plugin(TransportRegistry& registry, const KnownPlugin& plugin);
 
 // Every known plugin (TransportRegistry::with_builtins calls it).
 void register_known_plugins(TransportRegistry& registry);
+
+// The extra plugins of the transport_plugins setting (HVD_TRANSPORT_PLUGINS):
+// comma-separated NAME:DEVICE:LIBRARY entries, DEVICE cpu or cuda, LIBRARY a
+// path or a file name (looked for as above); blanks around entries are
+// ignored, "" is none. kInvalidArgument naming the bad entry otherwise.
+common::Result<std::vector<KnownPlugin>> parse_plugin_list(std::string_view text);
+
+// A registry of every built-in transport plus `plugins` (from
+// parse_plugin_list; a name already registered is replaced: a user's own
+// nccl build, say).
+TransportRegistry registry_with_plugins(const std::vector<KnownPlugin>& plugins);
 
 // Loads `plugin` now, for diagnostics (hvdrun --check-build).
 PluginLoadReport try_load(const KnownPlugin& plugin);

@@ -42,6 +42,15 @@ _DTYPES = {
 }
 
 
+def _cuda_stream(t):
+    """The current CUDA stream of t's device (cudaStream_t as an int), for
+    the op to be ordered on; None for CPU tensors, so CPU-only torch and
+    torch 1.13 never touch torch.cuda."""
+    if t.device.type != "cuda":
+        return None
+    return torch.cuda.current_stream(t.device).cuda_stream or None
+
+
 class _TorchKind:
     """The adapter of hvd._core for torch tensors."""
 
@@ -59,15 +68,23 @@ class _TorchKind:
                              "(sparse gradients: sparse_allreduce_async)")
         if t.device.type != "cpu":
             if t.device.type == "cuda":
-                raise ValueError(f"CUDA tensors ({t.dtype} on {t.device}) are not supported: "
-                                 "they need the NCCL transport, which this build does not have "
-                                 "yet; move the tensor to the CPU")
+                # The engine routes device ops to the GPU transport, but the
+                # NCCL collectives and the device fusion buffer are not built
+                # yet (docs/gpu.md): refuse here, with the way out.
+                raise ValueError(f"CUDA tensors ({t.dtype} on {t.device}) are not supported by "
+                                 "hvd.torch yet: the NCCL transport's collectives are not built "
+                                 "(docs/gpu.md); move the tensor to the CPU")
             raise ValueError(f"Tensors on device {t.device} are not supported (CPU tensors only)")
         return t if t.is_contiguous() else t.contiguous()
 
     @staticmethod
     def info(t):
-        return t.data_ptr(), tuple(t.shape), _DTYPES[t.dtype], C.DEVICE_CPU
+        device = t.device.index if t.device.type == "cuda" else C.DEVICE_CPU
+        return t.data_ptr(), tuple(t.shape), _DTYPES[t.dtype], device
+
+    @staticmethod
+    def stream(t):
+        return _cuda_stream(t)
 
     @staticmethod
     def empty(shape, like):

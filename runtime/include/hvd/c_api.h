@@ -2,10 +2,27 @@
  * Functions returning int return 0 on success or an HVD_ERR_* code; the
  * message of the last failure on the calling thread is hvd_last_error().
  * The numeric constants are stable: Python (ctypes) reads them through
- * hvd_constant() rather than copying them. */
+ * hvd_constant() rather than copying them, and libhvd checks each against
+ * its C++ counterpart at compile time (runtime/c_api_constants.cc).
+ *
+ * Versioning (HVD_ABI_VERSION, hvd_abi_version()). Structs passed in (so
+ * far hvd_op) start with `uint32_t struct_size`, the sizeof the caller was
+ * compiled with. Fields are only ever appended, never reordered, resized or
+ * removed; appending one raises HVD_ABI_VERSION. libhvd accepts any
+ * struct_size from the oldest layout it supports (HVD_OP_MIN_SIZE) up to its
+ * own sizeof: fields a shorter struct lacks take their defaults (stream:
+ * NULL). A larger struct_size (a caller built against a newer header) is
+ * accepted when every byte past libhvd's own struct is zero (the caller left
+ * the newer fields at their defaults), and refused otherwise with
+ * HVD_ERR_INVALID_ARGUMENT, "hvd_op is N bytes, newer than this libhvd (M
+ * bytes): ...". A struct_size below HVD_OP_MIN_SIZE (0: never set) is
+ * refused with a message saying so. Arrays of structs (hvd_enqueue_group)
+ * are strided by the first element's struct_size, which every element must
+ * share. Constants are never renumbered. */
 #ifndef HVD_C_API_H_
 #define HVD_C_API_H_
 
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __cplusplus
@@ -13,6 +30,10 @@ extern "C" {
 #endif
 
 #define HVD_EXPORT __attribute__((visibility("default")))
+
+/* The version of this C ABI (structs and functions). 1: hvd_op with
+ * struct_size and stream. */
+#define HVD_ABI_VERSION 1
 
 /* Element types (hvd::common::DataType). */
 #define HVD_UINT8 0
@@ -111,6 +132,9 @@ HVD_EXPORT int hvd_barrier(void);
 #define HVD_GLOBAL_PROCESS_SET 0
 
 typedef struct hvd_op {
+  /* sizeof(hvd_op) as the caller was compiled (see "Versioning" above);
+   * hvd_op_defaults() sets it. */
+  uint32_t struct_size;
   int32_t op_type;
   /* Identifies the op across ranks. NULL or "": auto-named from the op type
    * and a per-process counter (agrees across ranks only when every rank
@@ -124,21 +148,50 @@ typedef struct hvd_op {
   const int64_t* shape; /* ndim entries; the first is the row count */
   int32_t ndim;
   int32_t dtype;
-  int32_t device;       /* HVD_DEVICE_CPU or a CUDA device ordinal */
+  /* HVD_DEVICE_CPU or a CUDA device ordinal (ranks may use different
+   * ordinals; CPU and CUDA must agree across ranks). Ops with a device >= 0
+   * run on the GPU transport (setting gpu_transport, docs/gpu.md). */
+  int32_t device;
   int32_t reduce_op;    /* allreduce, reducescatter */
   double prescale_factor;  /* applied before the reduction; 0 means 1 */
   double postscale_factor; /* applied after it (Average divides as well); 0 means 1 */
   int32_t root_rank;    /* broadcast: rank within the process set */
   const int64_t* splits; /* alltoall: rows for each rank of the set; NULL: even */
   int32_t process_set_id;
+  /* ---- appended fields (absent below, defaults given) ---- */
+  /* The framework's CUDA stream the tensors are ordered on (cudaStream_t,
+   * opaque to libhvd); NULL: the default stream. Must be NULL for CPU ops.
+   * Default NULL. */
+  void* stream;
 } hvd_op;
 
-/* *handle receives a handle >= 1. Argument errors are returned at once, as
+/* The smallest struct_size libhvd accepts: the layout up to process_set_id
+ * (the fields before `stream`). */
+#define HVD_OP_MIN_SIZE offsetof(hvd_op, stream)
+
+/* An op of `op_type` with struct_size set, on the CPU, in the global process
+ * set, every other field zero: start from it and set what the op needs. */
+static inline hvd_op hvd_op_defaults(int32_t op_type) {
+  hvd_op op;
+  /* Zero every byte, padding included, so a newer libhvd never reads
+   * garbage; then the non-zero defaults. */
+  unsigned char* bytes = (unsigned char*)&op;
+  for (size_t i = 0; i < sizeof(op); ++i) bytes[i] = 0;
+  op.struct_size = (uint32_t)sizeof(hvd_op);
+  op.op_type = op_type;
+  op.device = HVD_DEVICE_CPU;
+  op.process_set_id = HVD_GLOBAL_PROCESS_SET;
+  return op;
+}
+
+/* op->struct_size must be set (see "Versioning"; hvd_op_defaults() does).
+ * *handle receives a handle >= 1. Argument errors are returned at once, as
  * are HVD_ERR_ALREADY_EXISTS for a name already in flight on the set, an
  * error for a set this rank is not a member of, and the engine's error once
  * it stopped (shutdown) or failed (a dead peer). */
 HVD_EXPORT int hvd_enqueue(const hvd_op* op, int64_t* handle);
-/* The n ops are negotiated together and complete together (grouped ops). */
+/* The n ops are negotiated together and complete together (grouped ops).
+ * `ops` is an array strided by ops[0].struct_size; every op has that size. */
 HVD_EXPORT int hvd_enqueue_group(const hvd_op* ops, int32_t n, int64_t* handles);
 /* 1 when the op is done (successfully or not), 0 while pending,
  * -HVD_ERR_NOT_FOUND for an unknown handle. */
@@ -182,9 +235,16 @@ HVD_EXPORT int hvd_start_timeline(const char* path);
 HVD_EXPORT int hvd_stop_timeline(void);
 
 /* Looks up the constant called `name` ("HVD_FLOAT32", "HVD_OP_SUM",
- * "HVD_ERR_TIMEOUT", ...) into *value: HVD_OK, or HVD_ERR_NOT_FOUND when
- * there is no such constant. */
+ * "HVD_ERR_TIMEOUT", "HVD_ABI_VERSION", ...) into *value: HVD_OK, or
+ * HVD_ERR_NOT_FOUND when there is no such constant. hvd_op's layout as this
+ * libhvd was compiled is there too, for bindings that build the struct
+ * themselves (Python): "hvd_op.size" (its sizeof), "hvd_op.min_size"
+ * (HVD_OP_MIN_SIZE) and "hvd_op.offset.<field>" for each field
+ * ("hvd_op.offset.stream"). */
 HVD_EXPORT int hvd_constant(const char* name, int64_t* value);
+
+/* HVD_ABI_VERSION as this libhvd was compiled. */
+HVD_EXPORT int hvd_abi_version(void);
 
 /* Build and environment queries, named as horovod.common.basics names them:
  * "gloo_built", "gloo_enabled", "mpi_built", "mpi_enabled",

@@ -203,18 +203,22 @@ struct OpOptions {
   double prescale_factor = 1.0;   // allreduce, reducescatter (floating types)
   double postscale_factor = 1.0;  // idem
   ProcessSet process_set{};
+  // A CUDA device ordinal for device memory (the GPU transport, docs/gpu.md),
+  // and the CUDA stream it is ordered on (null: the default stream).
+  int device = HVD_DEVICE_CPU;
+  void* stream = nullptr;
 };
 
 namespace detail {
 
 inline hvd_op make_op(int type, const OpOptions& o) {
-  hvd_op op{};
-  op.op_type = type;
+  hvd_op op = hvd_op_defaults(type);
   op.name = o.name.empty() ? nullptr : o.name.c_str();
-  op.device = HVD_DEVICE_CPU;
   op.prescale_factor = o.prescale_factor;
   op.postscale_factor = o.postscale_factor;
   op.process_set_id = o.process_set.id();
+  op.device = o.device;
+  op.stream = o.stream;
   return op;
 }
 

@@ -52,14 +52,11 @@ class Checker {
 
 // `name` must outlive the enqueue (hvd_enqueue copies it).
 inline hvd_op make_op(int type, const char* name, int dtype, const int64_t* shape, int ndim) {
-  hvd_op op{};
-  op.op_type = type;
+  hvd_op op = hvd_op_defaults(type);
   op.name = name;
   op.dtype = dtype;
   op.shape = shape;
   op.ndim = ndim;
-  op.device = HVD_DEVICE_CPU;
-  op.process_set_id = HVD_GLOBAL_PROCESS_SET;
   return op;
 }
 

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cstddef>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -19,7 +20,8 @@ namespace {
 void clear_environment() {
   for (const char* name : {"HVD_RANK", "HVD_SIZE", "HVD_LOCAL_RANK", "HVD_LOCAL_SIZE",
                            "HVD_CROSS_RANK", "HVD_CROSS_SIZE", "HVD_RENDEZVOUS_ADDR",
-                           "HVD_JOB_TOKEN", "HVD_CPU_TRANSPORT", "HVD_LOG_LEVEL",
+                           "HVD_JOB_TOKEN", "HVD_CPU_TRANSPORT", "HVD_GPU_TRANSPORT",
+                           "HVD_TRANSPORT_PLUGINS", "HVD_LOG_LEVEL",
                            "HVD_START_TIMEOUT"}) {
     unsetenv(name);
   }
@@ -239,16 +241,13 @@ namespace {
 
 hvd_op make(int32_t type, void* input, void* output, const int64_t* shape, int32_t ndim,
             int32_t dtype = HVD_FLOAT32, const char* name = nullptr) {
-  hvd_op op{};
-  op.op_type = type;
+  hvd_op op = hvd_op_defaults(type);
   op.name = name;
   op.input = input;
   op.output = output;
   op.shape = shape;
   op.ndim = ndim;
   op.dtype = dtype;
-  op.device = HVD_DEVICE_CPU;
-  op.process_set_id = HVD_GLOBAL_PROCESS_SET;
   return op;
 }
 
@@ -378,8 +377,14 @@ TEST_CASE("c api: enqueue refuses bad ops at once", "[c_api]") {
   op.root_rank = 3;
   refused(op, HVD_ERR_INVALID_ARGUMENT, "root 3 is out of range for a world of size 1");
   op = make(HVD_OPTYPE_ALLREDUCE, x, x, one, 1);
-  op.device = 0;
-  refused(op, HVD_ERR_UNIMPLEMENTED, "CUDA");
+  op.stream = x;
+  refused(op, HVD_ERR_INVALID_ARGUMENT, "a stream is given but the op is on the CPU");
+  op = make(HVD_OPTYPE_ALLREDUCE, x, x, one, 1);
+  op.device = -3;
+  refused(op, HVD_ERR_INVALID_ARGUMENT, "device -3 is neither HVD_DEVICE_CPU nor");
+  op = make(HVD_OPTYPE_ALLREDUCE, x, x, one, 1);
+  op.struct_size = 0;
+  refused(op, HVD_ERR_INVALID_ARGUMENT, "hvd_enqueue: hvd_op: struct_size is 0");
   op = make(HVD_OPTYPE_ALLREDUCE, x, x, one, 1);
   op.process_set_id = 5;
   refused(op, HVD_ERR_NOT_FOUND, "no process set 5");
@@ -394,6 +399,70 @@ TEST_CASE("c api: enqueue refuses bad ops at once", "[c_api]") {
   CHECK(hvd_wait(987654, 1) == HVD_ERR_NOT_FOUND);
   CHECK(hvd_poll(987654) == -HVD_ERR_NOT_FOUND);
   CHECK(hvd_handle_copy_output(987654, x, 4) == HVD_ERR_NOT_FOUND);
+}
+
+TEST_CASE("c api: the ABI version and hvd_op's layout are readable", "[c_api]") {
+  CHECK(hvd_abi_version() == HVD_ABI_VERSION);
+  int64_t value = -1;
+  REQUIRE(hvd_constant("HVD_ABI_VERSION", &value) == HVD_OK);
+  CHECK(value == HVD_ABI_VERSION);
+  REQUIRE(hvd_constant("hvd_op.size", &value) == HVD_OK);
+  CHECK(value == static_cast<int64_t>(sizeof(hvd_op)));
+  REQUIRE(hvd_constant("hvd_op.min_size", &value) == HVD_OK);
+  CHECK(value == static_cast<int64_t>(HVD_OP_MIN_SIZE));
+  REQUIRE(hvd_constant("hvd_op.offset.stream", &value) == HVD_OK);
+  CHECK(value == static_cast<int64_t>(offsetof(hvd_op, stream)));
+  REQUIRE(hvd_constant("hvd_op.offset.struct_size", &value) == HVD_OK);
+  CHECK(value == 0);
+  CHECK(hvd_constant("hvd_op.offset.nothing", &value) == HVD_ERR_NOT_FOUND);
+  hvd_op op = hvd_op_defaults(HVD_OPTYPE_BROADCAST);
+  CHECK(op.struct_size == sizeof(hvd_op));
+  CHECK(op.device == HVD_DEVICE_CPU);
+  CHECK(op.process_set_id == HVD_GLOBAL_PROCESS_SET);
+  CHECK(op.stream == nullptr);
+}
+
+TEST_CASE("c api: device ops fail with the GPU transport's reason, CPU ops go on", "[c_api]") {
+  clear_environment();
+  setenv("HVD_GPU_TRANSPORT", "nccl", 1);
+  ShutdownAfter cleanup;
+  REQUIRE(hvd_init() == HVD_OK);
+  unsetenv("HVD_GPU_TRANSPORT");
+  float x[2] = {1, 2};
+  int64_t two[] = {2};
+  for (int attempt = 0; attempt < 2; ++attempt) {  // the reason stays; no retry
+    hvd_op op = make(HVD_OPTYPE_ALLREDUCE, x, x, two, 1, HVD_FLOAT32, "on.device");
+    op.device = 0;
+    int64_t h = 0;
+    REQUIRE(hvd_enqueue(&op, &h) == HVD_OK);
+    CHECK(hvd_wait(h, 30) == HVD_ERR_FAILED_PRECONDITION);
+    // No GPU on the test machines (and no nccl collectives yet anywhere).
+    CHECK_THAT(std::string(hvd_last_error()),
+               Catch::StartsWith("HVD_GPU_TRANSPORT=nccl cannot run here: "));
+    CHECK(hvd_release(h) == HVD_OK);
+  }
+  hvd_op cpu = make(HVD_OPTYPE_ALLREDUCE, x, x, two, 1, HVD_FLOAT32, "on.cpu");
+  int64_t h = 0;
+  REQUIRE(hvd_enqueue(&cpu, &h) == HVD_OK);
+  CHECK(hvd_wait(h, 30) == HVD_OK);
+  CHECK(hvd_release(h) == HVD_OK);
+  CHECK(x[1] == 2.0f);
+}
+
+TEST_CASE("c api: a bad HVD_GPU_TRANSPORT fails hvd_init naming it", "[c_api]") {
+  clear_environment();
+  setenv("HVD_GPU_TRANSPORT", "bogus", 1);
+  ShutdownAfter cleanup;
+  CHECK(hvd_init() == HVD_ERR_INVALID_ARGUMENT);
+  unsetenv("HVD_GPU_TRANSPORT");
+  CHECK_THAT(std::string(hvd_last_error()),
+             Catch::StartsWith("HVD_GPU_TRANSPORT (gpu_transport) 'bogus' is not a transport "
+                               "for CUDA tensors; choose one of: auto, gloo, nccl"));
+  setenv("HVD_TRANSPORT_PLUGINS", "mine:tpu:libmine.so", 1);
+  CHECK(hvd_init() == HVD_ERR_INVALID_ARGUMENT);
+  unsetenv("HVD_TRANSPORT_PLUGINS");
+  CHECK(std::string(hvd_last_error()) ==
+        "transport_plugins: device 'tpu' in 'mine:tpu:libmine.so' is neither cpu nor cuda");
 }
 
 TEST_CASE("c api: process sets and the timeline in a world of one", "[c_api]") {

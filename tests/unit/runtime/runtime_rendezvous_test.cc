@@ -100,15 +100,13 @@ namespace {
 
 // An op of the C ABI's shape for the Runtime.
 hvd_op op_of(int32_t type, int64_t* shape, void* data, int32_t set = 0, const char* name = nullptr) {
-  hvd_op op{};
-  op.op_type = type;
+  hvd_op op = hvd_op_defaults(type);
   op.name = name;
   op.input = data;
   op.output = type == HVD_OPTYPE_ALLREDUCE ? data : nullptr;
   op.shape = shape;
   op.ndim = 1;
   op.dtype = HVD_INT64;
-  op.device = HVD_DEVICE_CPU;
   op.process_set_id = set;
   return op;
 }

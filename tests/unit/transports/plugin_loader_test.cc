@@ -197,3 +197,39 @@ TEST_CASE("plugin loader: a plugin must be the transport it is declared as", "[p
 }
 
 }  // namespace hvd::transports::plugin
+
+namespace hvd::transports::plugin {
+
+TEST_CASE("plugin list: NAME:DEVICE:LIBRARY entries, each bad one named", "[plugin]") {
+  auto none = parse_plugin_list("  ");
+  REQUIRE(none.is_ok());
+  CHECK(none.value().empty());
+  auto two = parse_plugin_list("fake:cuda:/opt/lib/libfake.so, mine : cpu : libmine.so,");
+  REQUIRE(two.is_ok());
+  REQUIRE(two.value().size() == 2);
+  CHECK(two.value()[0].name == "fake");
+  CHECK(two.value()[0].device == DeviceKind::kCuda);
+  CHECK(two.value()[0].library == "/opt/lib/libfake.so");
+  CHECK(two.value()[1].name == "mine");
+  CHECK(two.value()[1].device == DeviceKind::kCpu);
+  CHECK(two.value()[1].library == "libmine.so");
+
+  auto message = [](const char* text) { return parse_plugin_list(text).status().message(); };
+  CHECK(message("fake:cuda") ==
+        "transport_plugins: 'fake:cuda' is not NAME:DEVICE:LIBRARY (e.g. mine:cuda:libmine.so)");
+  CHECK(message("ok:cuda:a.so,fake:gpu:b.so") ==
+        "transport_plugins: device 'gpu' in 'fake:gpu:b.so' is neither cpu nor cuda");
+  CHECK(message(":cuda:b.so") == "transport_plugins: ':cuda:b.so' has an empty name or library");
+}
+
+TEST_CASE("plugin list: a listed plugin becomes a lazily loaded registry entry", "[plugin]") {
+  auto listed = parse_plugin_list("testcpu:cpu:" + plugin_path(""));
+  REQUIRE(listed.is_ok());
+  TransportRegistry registry;
+  register_plugin(registry, listed.value()[0]);
+  CHECK(registry.names(DeviceKind::kCpu) == std::vector<std::string>{"testcpu"});
+  CHECK(registry.availability("testcpu").available);
+  CHECK_FALSE(registry.availability("other").available);
+}
+
+}  // namespace hvd::transports::plugin

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/unit/transports/plugins/plugin_status.h"
 #include "transports/plugin/transport_plugin.h"
 
 #ifndef TEST_PLUGIN_ABI_VERSION
@@ -20,17 +21,6 @@ typedef struct world_of_one {
   int aborted;
 } world_of_one;
 
-static int32_t fail(hvd_plugin_status* status, int32_t code, const char* message) {
-  status->code = code;
-  snprintf(status->message, sizeof(status->message), "%s", message);
-  return code;
-}
-
-static int32_t ok(hvd_plugin_status* status) {
-  status->code = HVD_OK;
-  status->message[0] = '\0';
-  return HVD_OK;
-}
 
 static int32_t check(void* handle, hvd_plugin_status* status) {
   if (((world_of_one*)handle)->aborted) return fail(status, HVD_ERR_ABORTED, "aborted");

@@ -1,0 +1,51 @@
+"""Device ops routed to the GPU transport (HVD_GPU_TRANSPORT), without a GPU:
+the fakecuda test plugin (tests/unit/transports/plugins/fake_cuda_plugin.c)
+declares the CUDA device and computes on host memory, so ops with a device
+run through it for real under hvdrun -np 2, CPU ops beside them staying on
+the CPU transport; a GPU transport that cannot run here fails device ops
+with its reason and leaves CPU ops alone; a bad name fails hvd.init()."""
+import pathlib
+import sys
+
+from conftest import BUILD_DIR, run
+
+HERE = pathlib.Path(__file__).resolve().parent
+WORKER = str(HERE / "workers" / "gpu_routing_worker.py")
+PYTHON_DIR = str(HERE.parents[1] / "python")
+PLUGIN = BUILD_DIR / "tests" / "plugins" / "libhvd_fake_cuda_plugin.so"
+
+
+def job(hvdrun, np_, args, **env):
+    base = {"PYTHONPATH": PYTHON_DIR, "HVD_LIBRARY": str(BUILD_DIR / "lib" / "libhvd.so"),
+            "PYTHONDONTWRITEBYTECODE": "1"}
+    base.update(env)
+    return run([hvdrun, "-np", str(np_), sys.executable, WORKER, *args], timeout=120, env=base)
+
+
+def test_device_ops_run_on_the_plugin_and_cpu_ops_do_not(hvdrun):
+    assert PLUGIN.is_file(), f"the fakecuda test plugin is not built: {PLUGIN}"
+    r = job(hvdrun, 2, ["routed", str(PLUGIN)], HVD_GPU_TRANSPORT="fakecuda",
+            HVD_TRANSPORT_PLUGINS=f"fakecuda:cuda:{PLUGIN}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok rank 0" in r.stdout and "ok rank 1" in r.stdout, r.stdout
+
+
+def test_nccl_without_a_gpu_fails_device_ops_only(hvdrun):
+    r = job(hvdrun, 2, ["refused"], HVD_GPU_TRANSPORT="nccl")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok rank 0" in r.stdout and "ok rank 1" in r.stdout, r.stdout
+    assert "device op refused: HVD_GPU_TRANSPORT=nccl cannot run here: " in r.stdout
+
+
+def test_auto_does_not_fall_back_silently(hvdrun):
+    r = job(hvdrun, 2, ["refused"])  # auto: nccl cannot run here, so device ops fail
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "device op refused: HVD_GPU_TRANSPORT=auto cannot run here: nccl: " in r.stdout
+
+
+def test_a_bad_gpu_transport_fails_init_naming_it(hvdrun):
+    r = job(hvdrun, 1, ["routed", str(PLUGIN)], HVD_GPU_TRANSPORT="bogus")
+    assert r.returncode != 0
+    out = r.stdout + r.stderr
+    assert ("HVD_GPU_TRANSPORT (gpu_transport) 'bogus' is not a transport for CUDA tensors; "
+            "choose one of: auto, gloo, nccl") in out, out

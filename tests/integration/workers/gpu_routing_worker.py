@@ -1,0 +1,198 @@
+"""Worker of test_gpu_routing.py: ops with a device (device = this rank, as
+each rank has its own GPU) enqueued through the C ABI with host buffers, and
+CPU ops beside them, in one process.
+
+    gpu_routing_worker.py routed PLUGIN_LIBRARY   HVD_GPU_TRANSPORT names the
+        fakecuda test plugin: device ops give the right results and went
+        through the plugin (its call counters); CPU ops did not.
+    gpu_routing_worker.py refused                 the GPU transport cannot run
+        here: each device op fails with the reason, CPU ops still work.
+
+Prints "ok rank R" at the end; any failed check raises (non-zero exit).
+"""
+import ctypes
+import os
+import sys
+
+import numpy as np
+
+from hvd import _lib
+from hvd._lib import C, make_op
+
+WAIT_S = 60.0
+TYPES = {np.float32: C.FLOAT32, np.int64: C.INT64, np.float64: C.FLOAT64}
+
+
+def enqueue(op):
+    h = ctypes.c_int64()
+    _lib.check(_lib.hvd_enqueue(ctypes.byref(op), ctypes.byref(h)), "enqueue")
+    return h.value
+
+
+def finish(h):
+    """(code, message) of a finished op; the handle is released."""
+    code = _lib.hvd_wait(h, WAIT_S)
+    message = _lib.last_error() if code != C.OK else ""
+    return code, message
+
+
+def op_for(op_type, array, name, device, output=True, **fields):
+    dims = (ctypes.c_int64 * array.ndim)(*array.shape)
+    ptr = array.ctypes.data
+    return make_op(op_type=op_type, name=name.encode(), input=ptr,
+                   output=ptr if output else None, shape=dims, ndim=array.ndim,
+                   dtype=TYPES[array.dtype.type], device=device, **fields), dims
+
+
+def run(op_type, array, name, device, output=True, **fields):
+    op, dims = op_for(op_type, array, name, device, output, **fields)
+    h = enqueue(op)
+    code, message = finish(h)
+    return h, code, message
+
+
+def engine_output(h, like, rows):
+    out = np.empty((rows,) + like.shape[1:], dtype=like.dtype)
+    _lib.check(_lib.hvd_handle_copy_output(h, out.ctypes.data, out.nbytes), "copy output")
+    return out
+
+
+def release(h):
+    _lib.check(_lib.hvd_release(h), "release")
+
+
+def cpu_allreduce(rank, size, name):
+    a = np.full(4, rank + 1, dtype=np.float32)
+    h, code, message = run(C.OPTYPE_ALLREDUCE, a, name, C.DEVICE_CPU, reduce_op=C.OP_SUM)
+    assert code == C.OK, message
+    release(h)
+    assert (a == size * (size + 1) / 2).all(), a
+
+
+def plugin_loaded(library):
+    try:
+        ctypes.CDLL(library, mode=os.RTLD_NOLOAD | os.RTLD_LAZY)
+        return True
+    except OSError:
+        return False
+
+
+def routed(rank, size, library):
+    # CPU ops first: they never load the GPU transport's plugin.
+    cpu_allreduce(rank, size, "cpu.before")
+    assert not plugin_loaded(library), "the plugin was loaded before the first device op"
+
+    a = np.full(5, rank + 1, dtype=np.float32)
+    h, code, message = run(C.OPTYPE_ALLREDUCE, a, "dev.sum", rank, reduce_op=C.OP_SUM)
+    assert code == C.OK, message
+    release(h)
+    assert (a == size * (size + 1) / 2).all(), a
+    assert plugin_loaded(library), "a device op ran but the plugin is not loaded"
+    fake = ctypes.CDLL(library)
+    fake.fakecuda_calls.restype = ctypes.c_longlong
+    fake.fakecuda_calls.argtypes = [ctypes.c_char_p]
+    calls = lambda op: fake.fakecuda_calls(op.encode())  # noqa: E731
+    assert calls("create") == 1 and fake.fakecuda_device() == rank
+    assert calls("allreduce") == 1
+
+    cpu_allreduce(rank, size, "cpu.between")
+    assert calls("allreduce") == 1, "a CPU allreduce went through the GPU transport"
+
+    # Average with scaling (the engine's pre/postscale) on int64 and float64.
+    b = np.arange(6, dtype=np.float64) * (rank + 1)
+    h, code, message = run(C.OPTYPE_ALLREDUCE, b, "dev.avg", rank, reduce_op=C.OP_AVERAGE,
+                           prescale_factor=2.0, postscale_factor=0.5)
+    assert code == C.OK, message
+    release(h)
+    expected = np.arange(6) * (size + 1) / 2.0
+    assert np.allclose(b, expected), (b, expected)
+    c = np.full(3, rank - 5, dtype=np.int64)
+    h, code, message = run(C.OPTYPE_ALLREDUCE, c, "dev.min", rank, reduce_op=C.OP_MIN)
+    assert code == C.OK, message
+    release(h)
+    assert (c == -5).all(), c
+    assert calls("allreduce") == 3
+
+    # Broadcast from the last rank.
+    d = np.full(4, rank, dtype=np.int64)
+    h, code, message = run(C.OPTYPE_BROADCAST, d, "dev.bcast", rank, root_rank=size - 1)
+    assert code == C.OK, message
+    release(h)
+    assert (d == size - 1).all(), d
+    assert calls("broadcast") == 1
+
+    # Allgather with uneven rows (rank r gives r + 1 rows of 2).
+    e = np.full((rank + 1, 2), rank, dtype=np.float32)
+    h, code, message = run(C.OPTYPE_ALLGATHER, e, "dev.gather", rank, output=False)
+    assert code == C.OK, message
+    rows = size * (size + 1) // 2
+    got = engine_output(h, e, rows)
+    release(h)
+    assert (got == np.concatenate([np.full((r + 1, 2), r, np.float32) for r in range(size)])).all()
+    assert calls("allgatherv") == 1
+
+    # Alltoall, even: row k goes to rank k.
+    f = (np.arange(size, dtype=np.int64) + 10 * rank).reshape(size, 1)
+    h, code, message = run(C.OPTYPE_ALLTOALL, f, "dev.a2a", rank, output=False)
+    assert code == C.OK, message
+    got = engine_output(h, f, size)
+    release(h)
+    assert (got.reshape(-1) == np.array([rank + 10 * k for k in range(size)])).all(), got
+    assert calls("alltoallv") == 1
+
+    # Reducescatter of size rows: this rank gets the sum of row `rank`.
+    g = np.ones((size, 3), dtype=np.float32) * (np.arange(size, dtype=np.float32)[:, None] + 1)
+    h, code, message = run(C.OPTYPE_REDUCESCATTER, g, "dev.rs", rank, output=False,
+                           reduce_op=C.OP_SUM)
+    assert code == C.OK, message
+    got = engine_output(h, g, 1)
+    release(h)
+    assert (got == size * (rank + 1)).all(), got
+    assert calls("reducescatter") == 1
+
+    # A group of two device allreduces: fused into one plugin call.
+    before = calls("allreduce")
+    x = np.full(3, rank + 1, dtype=np.float32)
+    y = np.full(2, 10 * (rank + 1), dtype=np.float32)
+    ox, dx = op_for(C.OPTYPE_ALLREDUCE, x, "dev.group.x", rank, reduce_op=C.OP_SUM)
+    oy, dy = op_for(C.OPTYPE_ALLREDUCE, y, "dev.group.y", rank, reduce_op=C.OP_SUM)
+    ops = (_lib.hvd_op * 2)(ox, oy)
+    handles = (ctypes.c_int64 * 2)()
+    _lib.check(_lib.hvd_enqueue_group(ops, 2, handles), "enqueue_group")
+    for h in handles:
+        code, message = finish(h)
+        assert code == C.OK, message
+        release(h)
+    total = size * (size + 1) / 2
+    assert (x == total).all() and (y == 10 * total).all(), (x, y)
+    assert calls("allreduce") == before + 1, "the group was not one fused plugin call"
+
+    cpu_allreduce(rank, size, "cpu.after")
+    assert calls("create") == 1, "the GPU transport was created more than once"
+
+
+def refused(rank, size):
+    setting = os.environ.get("HVD_GPU_TRANSPORT", "auto")
+    for attempt in range(2):  # the same reason each time, no retry
+        a = np.full(2, 1, dtype=np.float32)
+        h, code, message = run(C.OPTYPE_ALLREDUCE, a, f"dev.{attempt}", rank, reduce_op=C.OP_SUM)
+        release(h)
+        assert code == C.ERR_FAILED_PRECONDITION, (code, message)
+        assert message.startswith(f"HVD_GPU_TRANSPORT={setting} cannot run here: "), message
+        print(f"device op refused: {message}", flush=True)
+        cpu_allreduce(rank, size, f"cpu.{attempt}")
+
+
+def main():
+    _lib.check(_lib.hvd_init(), "init")
+    rank, size = _lib.hvd_rank(), _lib.hvd_size()
+    if sys.argv[1] == "routed":
+        routed(rank, size, sys.argv[2])
+    else:
+        refused(rank, size)
+    _lib.check(_lib.hvd_shutdown(), "shutdown")
+    print(f"ok rank {rank}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
