@@ -328,4 +328,5 @@ EXPORT const hvd_transport_plugin_t hvd_transport_plugin = {
     barrier,
     abort_world,
     destroy,
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* past its struct_size */
 };
