@@ -26,7 +26,7 @@ rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib" "$bundle/deps" "$bundle/python"
 cp -L "$build/bin/hvdrun" "$build/bin/hvd-agent" "$bundle/bin/"
 # Test programs the GPU tests start, when they were built.
-for program in ops_check collectives_check hvd_perf hvd_grad_step; do
+for program in ops_check collectives_check hvd_perf hvd_grad_step nccl_ops_gpu_test gpu_device_work; do
   [[ -x "$build/bin/$program" ]] && cp -L "$build/bin/$program" "$bundle/bin/"
 done
 cp -L "$build"/lib/libhvd*.so "$bundle/lib/"
