@@ -186,7 +186,7 @@ TEST_CASE("cli: --blacklist-cooldown-range takes two values before the command")
         "hvdrun: error: --blacklist-cooldown-range needs an elastic job (--min-np/--max-np)\n");
 }
 
-TEST_CASE("--autotune is a bare flag; the autotune settings take Horovod's names too") {
+TEST_CASE("autotune: a bare --autotune flag, and Horovod's names for its settings") {
   g_env.clear();
   CHECK(parse_ok({"-np", "1", "prog"}).settings.get("autotune") == "false");
   auto o = parse_ok({"-np", "2", "--autotune", "--autotune-log-file", "/tmp/at.csv", "prog", "x"});
@@ -209,7 +209,7 @@ TEST_CASE("--autotune is a bare flag; the autotune settings take Horovod's names
   g_env.clear();
 }
 
-TEST_CASE("bad autotune values name the token") {
+TEST_CASE("autotune: bad values name the token") {
   g_env.clear();
   CHECK_THAT(parse_error({"-np", "1", "--autotune=maybe", "prog"}),
              Catch::Contains("--autotune") && Catch::Contains("'maybe'"));
