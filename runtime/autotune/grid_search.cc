@@ -99,16 +99,27 @@ bool GridSearch::step(Point& out) const {
 }
 
 void GridSearch::judge(double score) {
-  if (score > incumbent_score_ * (1 + noise_)) {
+  if (!moved_this_dim_ && direction_ > 0) {  // the step up probed: the step down next
+    up_point_ = current_;
+    up_score_ = score;
+    direction_ = -1;
+    return;
+  }
+  if (!moved_this_dim_) {  // both probed: the better one, if it beats the incumbent
+    const bool up = up_score_ > score;
+    const double best = up ? up_score_ : score;
+    if (best > incumbent_score_ * (1 + noise_)) {
+      incumbent_ = up ? up_point_ : current_;
+      incumbent_score_ = best;
+      direction_ = up ? +1 : -1;
+      moved_this_dim_ = true;
+      moved_this_pass_ = true;
+      return;  // keep going that way
+    }
+  } else if (score > incumbent_score_ * (1 + noise_)) {
     incumbent_ = current_;
     incumbent_score_ = score;
-    moved_this_dim_ = true;
-    moved_this_pass_ = true;
     return;  // keep going the same way
-  }
-  if (direction_ > 0 && !moved_this_dim_) {
-    direction_ = -1;  // up did not help: try down
-    return;
   }
   ++dim_;
   direction_ = +1;

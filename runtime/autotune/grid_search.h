@@ -6,9 +6,11 @@
 //
 //  1. Baseline: `repeats` samples of the defaults. Their spread (max - min
 //     over median) is the measured noise, never below `min_noise`.
-//  2. Descent: for each dimension in turn, step to the next grid value up;
-//     while a step beats the incumbent by more than the noise, keep going
-//     that way; if the first step up did not, try downwards the same way.
+//  2. Descent: for each dimension in turn, probe the grid values just above
+//     and just below the incumbent; if the better probe beats the incumbent
+//     by more than the noise, move there and keep stepping that way while
+//     each step beats the incumbent by more than the noise. (Both probes,
+//     so that one lucky sample on one side cannot hide the other side.)
 //     A point is sampled at most once (its median is remembered). After a
 //     pass over every dimension, another pass if something moved (at most
 //     `max_passes`).
@@ -100,8 +102,10 @@ class GridSearch {
   Point incumbent_;
   double incumbent_score_ = 0;
   size_t dim_ = 0;
-  int direction_ = +1;
+  int direction_ = +1;             // the probe up, or the way it moves
   bool moved_this_dim_ = false;
+  Point up_point_;                 // the probe up and its median (-1: off the grid)
+  double up_score_ = -1;
   bool moved_this_pass_ = false;
   int pass_ = 1;
 
