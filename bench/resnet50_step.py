@@ -113,13 +113,18 @@ def hvd_step(build, size, steps, warmup, shapes_file, fusion):
     sys.exit(f"resnet50_step: hvd run failed ({r.returncode}):\n{r.stdout}\n{r.stderr}")
 
 
-def main():
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def add_step_arguments(p):
+    """--build, --np, --steps, --warmup, --repeat (also bench/autotune.py's)."""
     p.add_argument("--build", default="build")
     p.add_argument("--np", type=int, default=2)
     p.add_argument("--steps", type=int, default=20)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--repeat", type=int, default=3)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_step_arguments(p)
     a = p.parse_args()
     s = shapes()
     with tempfile.NamedTemporaryFile("w", suffix=".shapes", delete=False) as f:

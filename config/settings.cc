@@ -43,6 +43,16 @@ std::optional<int64_t> parse_byte_size(std::string_view text) {
   return n << shift;
 }
 
+// "yes" -> true; nullopt when not a boolean word.
+std::optional<bool> parse_bool(std::string_view text) {
+  std::string word(text);
+  std::transform(word.begin(), word.end(), word.begin(),
+                 [](unsigned char c) { return std::tolower(c); });
+  if (word == "1" || word == "true" || word == "yes" || word == "on") return true;
+  if (word == "0" || word == "false" || word == "no" || word == "off") return false;
+  return std::nullopt;
+}
+
 }  // namespace
 
 Status validate_setting(const SettingSpec& spec, std::string_view value, std::string_view source) {
@@ -77,6 +87,9 @@ Status validate_setting(const SettingSpec& spec, std::string_view value, std::st
     case SettingType::kByteSize:
       if (!parse_byte_size(value)) return bad("a size in bytes (e.g. 67108864, 64MiB, 512K)");
       return Status::ok();
+    case SettingType::kBool:
+      if (!parse_bool(value)) return bad("a boolean (true/false, 1/0, yes/no, on/off)");
+      return Status::ok();
     case SettingType::kLogLevel: {
       auto level = common::parse_log_level(value);
       if (!level.is_ok()) return level.status().with_context(source);
@@ -96,9 +109,12 @@ Status Settings::set(std::string_view key, std::string_view value, std::string_v
     return invalid_argument(std::string(source) + ": unknown setting '" + std::string(key) + "'");
   }
   HVD_RETURN_IF_ERROR(validate_setting(*spec, value, source));
-  // Sizes are kept in bytes, so workers and get_int() see one unit.
-  values_[std::string(key)] =
-      spec->type == SettingType::kByteSize ? std::to_string(*parse_byte_size(value)) : std::string(value);
+  // Sizes are kept in bytes and booleans as true/false, so workers and the
+  // getters see one spelling.
+  std::string stored(value);
+  if (spec->type == SettingType::kByteSize) stored = std::to_string(*parse_byte_size(value));
+  if (spec->type == SettingType::kBool) stored = *parse_bool(value) ? "true" : "false";
+  values_[std::string(key)] = std::move(stored);
   return Status::ok();
 }
 
@@ -148,6 +164,8 @@ int64_t Settings::get_int(std::string_view key) const {
   std::from_chars(text.data(), text.data() + text.size(), n);  // validated on set
   return n;
 }
+
+bool Settings::get_bool(std::string_view key) const { return get(key) == "true"; }
 
 double Settings::get_double(std::string_view key) const {
   return std::strtod(get(key).c_str(), nullptr);  // validated on set

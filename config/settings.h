@@ -38,6 +38,7 @@ class Settings {
   const std::string& get(std::string_view key) const;
   int64_t get_int(std::string_view key) const;  // kPositiveInt, kCount, kByteSize (bytes)
   double get_double(std::string_view key) const;  // kNumber
+  bool get_bool(std::string_view key) const;      // kBool
 
   // HVD_* variable -> value for every setting, to hand to workers.
   std::map<std::string, std::string> to_environment() const;

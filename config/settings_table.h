@@ -18,6 +18,7 @@ enum class SettingType {
   kByteSize,     // bytes, optionally with K/KiB/M/MiB/G/GiB (x1024); stored as bytes
   kOptionalText, // any text, empty allowed (e.g. an optional file name)
   kLogLevel,     // trace|debug|info|warning|error|fatal|off
+  kBool,         // true/false, 1/0, yes/no, on/off; stored as true or false; a bare CLI flag
 };
 
 struct SettingSpec {

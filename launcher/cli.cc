@@ -39,6 +39,7 @@ const char* value_name(config::SettingType type) {
     case config::SettingType::kOptionalText: return "TEXT";
     case config::SettingType::kLogLevel: return "LEVEL";
     case config::SettingType::kString: return "TEXT";
+    case config::SettingType::kBool: return "";
   }
   return "TEXT";
 }
@@ -230,8 +231,11 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
   for (const auto& spec : config::all_settings()) {
     std::string help = std::string(spec.help) + " [env " + std::string(spec.env) + ", default " +
                        std::string(spec.default_value) + "]";
-    auto* opt = app.add_option(flag_for(spec.key), tunable_values[std::string(spec.key)], help)
-                    ->type_name(value_name(spec.type));
+    std::string& value = tunable_values[std::string(spec.key)];
+    // A boolean is a bare flag (--autotune), or --autotune=false.
+    auto* opt = spec.type == config::SettingType::kBool
+                    ? app.add_flag(flag_for(spec.key), value, help)
+                    : app.add_option(flag_for(spec.key), value, help)->type_name(value_name(spec.type));
     tunables.emplace_back(&spec, opt);
   }
 

@@ -104,6 +104,14 @@ std::shared_ptr<engine::SetEngine> Runtime::make_engine(
   o.stall_warning = std::chrono::seconds(settings_.get_int("stall_check_warning_time_seconds"));
   o.stall_shutdown = std::chrono::seconds(settings_.get_int("stall_check_shutdown_time_seconds"));
   o.no_progress = std::chrono::seconds(settings_.get_int("stall_check_no_progress_seconds"));
+  if (settings_.get_bool("autotune")) {
+    engine::AutotuneOptions tune;
+    tune.tuner.warmup_samples = static_cast<int>(settings_.get_int("autotune_warmup_samples"));
+    tune.tuner.steps_per_sample = static_cast<int>(settings_.get_int("autotune_steps_per_sample"));
+    tune.tuner.search.max_samples = static_cast<int>(settings_.get_int("autotune_max_samples"));
+    tune.log_file = settings_.get("autotune_log_file");
+    o.autotune = std::move(tune);
+  }
   // A set whose transport fails breaks the world: the other sets' calls
   // must end now rather than at their transport timeout.
   o.on_transport_failure = [this, id](const Status& failure) {

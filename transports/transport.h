@@ -12,7 +12,9 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "common/data_type.h"
 #include "common/status.h"
@@ -31,6 +33,15 @@ struct Buffer {
 struct ConstBuffer {
   const void* data = nullptr;
   size_t size = 0;  // bytes
+};
+
+// A knob of a transport that autotune may turn (docs/autotune.md), e.g. the
+// shm transport's "chunk_bytes".
+struct Tunable {
+  std::string_view name;
+  int64_t value = 0;  // now
+  int64_t min = 0;    // the range set_tunable() takes
+  int64_t max = 0;
 };
 
 class Transport {
@@ -58,6 +69,19 @@ class Transport {
   virtual Status reducescatter(ConstBuffer in, Buffer out, std::span<const int64_t> recv_counts,
                                DataType type, ReduceOp op) = 0;
   virtual Status barrier() = 0;
+
+  // Autotune's hook. tunables(): the knobs this transport has (none by
+  // default; a transport built over others may forward theirs).
+  // set_tunable(): takes effect from the next call; every rank must set the
+  // same value between the same two calls (the engine switches every rank
+  // in the same negotiation cycle). kNotFound for a name it does not have,
+  // kInvalidArgument for a value it does not take; the transport stays usable.
+  virtual std::vector<Tunable> tunables() const { return {}; }
+  virtual Status set_tunable(std::string_view tunable, int64_t /*value*/) {
+    return Status(common::StatusCode::kNotFound, "the " + std::string(name()) +
+                                                     " transport has no tunable '" +
+                                                     std::string(tunable) + "'");
+  }
 
   // Fails the transport for good, now, for `reason` (elastic recovery: the
   // world is being rebuilt). Callable from any thread, concurrently with a

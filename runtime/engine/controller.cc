@@ -93,6 +93,7 @@ Status Controller::exchange(bool stop, bool blocked) {
   fields.flags = (join_entry_ ? kFlagJoined : 0u) | (stop ? kFlagShutdown : 0u) |
                  (blocked ? kFlagBlocked : 0u);
   fields.clock_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - epoch_).count();
+  fields.tune = tune_out_;
   encode_header(fields, bits_, payload_out_, header_out_);
 
   const int n = size();

@@ -58,6 +58,11 @@ class Controller {
   // engine fails).
   common::Status negotiate(bool stop, bool blocked, CyclePlan& plan);
 
+  // Autotune's fields this rank sends from the next exchange on, and those
+  // of the set's rank 0 in the last exchange (engine_tuning.h).
+  void set_tune(const TuneFields& tune) { tune_out_ = tune; }
+  TuneFields agreed_tune() const { return header(0).tune(); }
+
   // After the plan ran: the response cache's puts and touches.
   void finish(const CyclePlan& plan);
 
@@ -147,6 +152,7 @@ class Controller {
   std::vector<PendingTensor> stalled_;
   bool had_payload_ = false;
   bool every_rank_waits_ = false;
+  TuneFields tune_out_;
   std::vector<uint8_t> waits_;  // per rank, scratch of note_waiting()
 };
 

@@ -8,7 +8,8 @@ namespace hvd::runtime::engine {
 
 namespace {
 
-constexpr size_t kFixedHeader = 24;  // payload_bytes, flags, reserved, clock_ns
+// payload_bytes, flags, tune generation, clock_ns, the three tune values
+constexpr size_t kFixedHeader = 48;
 
 template <typename T>
 T load(const uint8_t* p) {
@@ -103,8 +104,11 @@ void encode_header(const HeaderFields& fields, std::span<const uint64_t> bits,
   uint8_t* p = out.data();
   store(p, fields.payload_bytes);
   store(p + 8, fields.flags);
-  store(p + 12, uint32_t{0});
+  store(p + 12, fields.tune.generation);
   store(p + 16, fields.clock_ns);
+  store(p + 24, fields.tune.fusion_threshold);
+  store(p + 32, fields.tune.cycle_time_ns);
+  store(p + 40, fields.tune.chunk_bytes);
   if (!bits.empty()) std::memcpy(p + kFixedHeader, bits.data(), bits.size() * sizeof(uint64_t));
   if (!payload.empty() && payload.size() <= kInlinePayload) {
     std::memcpy(p + out.size() - kInlinePayload, payload.data(), payload.size());
@@ -114,6 +118,14 @@ void encode_header(const HeaderFields& fields, std::span<const uint64_t> bits,
 uint64_t HeaderView::payload_bytes() const { return load<uint64_t>(bytes_.data()); }
 uint32_t HeaderView::flags() const { return load<uint32_t>(bytes_.data() + 8); }
 int64_t HeaderView::clock_ns() const { return load<int64_t>(bytes_.data() + 16); }
+TuneFields HeaderView::tune() const {
+  TuneFields t;
+  t.generation = load<uint32_t>(bytes_.data() + 12);
+  t.fusion_threshold = load<int64_t>(bytes_.data() + 24);
+  t.cycle_time_ns = load<int64_t>(bytes_.data() + 32);
+  t.chunk_bytes = load<int64_t>(bytes_.data() + 40);
+  return t;
+}
 size_t HeaderView::words() const {
   return (bytes_.size() - kFixedHeader - kInlinePayload) / sizeof(uint64_t);
 }

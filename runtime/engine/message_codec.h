@@ -2,8 +2,12 @@
 //
 // Header, fixed size for a given cache capacity, so that every rank's header
 // travels in one plain allgather:
-//   uint64 payload_bytes | uint32 flags | uint32 reserved | int64 clock_ns |
+//   uint64 payload_bytes | uint32 flags | uint32 tune_generation | int64 clock_ns |
+//   int64 fusion_threshold | int64 cycle_time_ns | int64 chunk_bytes |
 //   uint64 cache_bits[ceil(capacity / 64)] | uint8 inline_payload[kInlinePayload]
+// The tune fields matter in the header of the set's rank 0 only: autotune's
+// parameters (docs/autotune.md), which every rank applies in the cycle the
+// generation changes (0: never tuned; the other ranks send zeros).
 // A payload of at most kInlinePayload bytes travels inside the header (a new
 // tensor or two: no second exchange); larger ones follow in a second
 // allgatherv, only from the ranks that have them.
@@ -36,10 +40,21 @@ size_t header_bytes(size_t cache_capacity);
 // Number of 64-bit words of the cache bit vector.
 size_t cache_words(size_t cache_capacity);
 
+// Parameters autotune switches every rank to (rank 0's header).
+struct TuneFields {
+  uint32_t generation = 0;  // bumped on every change; 0: none
+  int64_t fusion_threshold = 0;
+  int64_t cycle_time_ns = 0;
+  int64_t chunk_bytes = 0;  // 0: leave the transport's chunk alone
+
+  bool operator==(const TuneFields&) const = default;
+};
+
 struct HeaderFields {
   uint64_t payload_bytes = 0;
   uint32_t flags = 0;
   int64_t clock_ns = 0;  // the sender's engine clock
+  TuneFields tune;
 };
 
 // Writes a header into `out` (header_bytes(capacity) long; bits has
@@ -54,6 +69,7 @@ class HeaderView {
   uint64_t payload_bytes() const;
   uint32_t flags() const;
   int64_t clock_ns() const;
+  TuneFields tune() const;
   size_t words() const;
   uint64_t word(size_t i) const;
   bool payload_inline() const { return payload_bytes() <= kInlinePayload; }

@@ -45,7 +45,10 @@ SetEngine::SetEngine(SetEngineOptions options, std::unique_ptr<transports::Trans
       executor_(*transport_, options_.rank, static_cast<int>(options_.global_ranks.size()),
                 counters_),
       device_(options_.connect_device, options_.rank,
-              static_cast<int>(options_.global_ranks.size()), counters_) {
+              static_cast<int>(options_.global_ranks.size()), counters_),
+      tuning_(options_.cycle_time_ms, options_.fusion_threshold, *transport_,
+              options_.process_set_id == 0 && options_.rank == 0 ? options_.autotune
+                                                                 : std::nullopt) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -111,7 +114,7 @@ void SetEngine::run() noexcept {
 
 void SetEngine::wait_for_cycle(Clock::time_point last_start, Clock::time_point last_end) {
   const auto cycle = std::chrono::duration_cast<Clock::duration>(
-      std::chrono::duration<double, std::milli>(options_.cycle_time_ms));
+      std::chrono::duration<double, std::milli>(tuning_.cycle_time_ms()));
   Clock::duration quiet = options_.batch_quiet;
   if (quiet.count() < 0) {
     quiet = std::min<Clock::duration>(cycle / 50, std::chrono::microseconds(20));
@@ -163,11 +166,13 @@ void SetEngine::cycle_loop(std::vector<Entry>& drained, CyclePlan& plan) {
     // Only a rank that holds ops of the set can be blocked on one of them.
     const bool blocked =
         controller_.busy() && handles_.waited_pending(options_.process_set_id) > 0;
+    controller_.set_tune(tuning_.outgoing());
     Status s = controller_.negotiate(stopping, blocked, plan);
     if (!s.is_ok()) {
       fail_transport("negotiation", s, plan);
       return;
     }
+    tuning_.apply(controller_.agreed_tune());  // every rank, this same cycle
     if (plan.shutdown_rank >= 0) {
       Status reason;
       if (plan.shutdown_self) {
@@ -205,12 +210,14 @@ void SetEngine::cycle_loop(std::vector<Entry>& drained, CyclePlan& plan) {
           timeline->begin(row(r.entry.request.name), "QUEUE");
         }
       }
+      tuning_.before_run(plan);
       s = execute(plan, timeline.get());
       if (!s.is_ok()) {
         fail_transport("transport", s, plan);
         return;
       }
       controller_.finish(plan);
+      tuning_.after_run(last_end, Clock::now());
     }
     if (plan.join_done && plan.join_entry) {
       OpOutput out;
@@ -259,7 +266,7 @@ Status SetEngine::execute(CyclePlan& plan, Timeline* timeline) {
     item_response_.push_back(i);
   }
   // (No early return when nothing runs: failed groups still complete below.)
-  for (const std::vector<size_t>& batch : plan_fusion(items_, options_.fusion_threshold)) {
+  for (const std::vector<size_t>& batch : plan_fusion(items_, tuning_.fusion_threshold())) {
     batch_.clear();
     for (size_t k : batch) batch_.push_back(&responses[item_response_[k]]);
     if (timeline != nullptr) {

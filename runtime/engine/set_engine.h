@@ -45,6 +45,7 @@
 #include "runtime/engine/controller.h"
 #include "runtime/engine/device_route.h"
 #include "runtime/engine/engine_stats.h"
+#include "runtime/engine/engine_tuning.h"
 #include "runtime/engine/executor.h"
 #include "runtime/engine/fusion_planner.h"
 #include "runtime/engine/handle_table.h"
@@ -67,6 +68,9 @@ struct SetEngineOptions {
   std::chrono::milliseconds idle_wake{100};  // longest sleep of an idle engine
   // The batching window's quiet time; negative: cycle_time / 50, at most 20 us.
   std::chrono::microseconds batch_quiet{-1};
+  // Autotune (docs/autotune.md): set on every rank where it is on; only the
+  // global set's rank 0 tunes, the other ranks follow it whatever this says.
+  std::optional<AutotuneOptions> autotune;
   // Called on the engine thread with the Status of a failed exchange or
   // transport call (not after abort()); may call abort() on any engine.
   std::function<void(const common::Status&)> on_transport_failure;
@@ -128,6 +132,7 @@ class SetEngine {
   Controller controller_;
   Executor executor_;
   DeviceRoute device_;  // device ops: the GPU transport, created at the first one
+  EngineTuning tuning_;  // the cycle time and fusion threshold in force
   TensorQueue queue_;
 
   std::atomic<bool> stop_requested_{false};

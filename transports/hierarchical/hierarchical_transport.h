@@ -36,6 +36,11 @@ class HierarchicalTransport final : public Transport {
                        DataType type, ReduceOp op) override;
   Status barrier() override;
   void abort(Status reason) override;
+  // The local (shm) transport's: the allreduce's host steps run there.
+  std::vector<Tunable> tunables() const override { return local_->tunables(); }
+  Status set_tunable(std::string_view tunable, int64_t value) override {
+    return local_->set_tunable(tunable, value);
+  }
 
  private:
   // The first failure sticks: later calls return it.

@@ -18,6 +18,7 @@ Collectives::Collectives(const Segment& segment, Waiter& waiter, int rank)
       waiter_(waiter),
       rank_(rank),
       size_(segment.size()),
+      chunk_bytes_(segment.staging_bytes()),
       sources_(static_cast<size_t>(segment.size())) {}
 
 Collectives::Round Collectives::next_round() {
@@ -31,7 +32,7 @@ common::Status Collectives::await_free(const Round& round) {
 }
 
 size_t Collectives::share() const {
-  return segment_.staging_bytes() / static_cast<size_t>(size_) / 64 * 64;
+  return chunk_bytes_ / static_cast<size_t>(size_) / 64 * 64;
 }
 
 common::Status Collectives::barrier() {

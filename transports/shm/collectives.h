@@ -52,6 +52,12 @@ class Collectives {
                            std::span<const int64_t> recv_counts);
   common::Status barrier();
 
+  // Bytes per round of allreduce, allgatherv and broadcast (and, split by
+  // rank, of reducescatter and alltoallv): the staging size by default, at
+  // most that. The same on every rank, changed between collectives only.
+  size_t chunk_bytes() const { return chunk_bytes_; }
+  void set_chunk_bytes(size_t bytes) { chunk_bytes_ = bytes; }
+
  private:
   struct Round {
     uint64_t index;
@@ -72,6 +78,7 @@ class Collectives {
   int rank_;
   int size_;
   uint64_t rounds_ = 0;
+  size_t chunk_bytes_;
   std::vector<const std::byte*> sources_;  // one per rank, for reduce_sources
 };
 

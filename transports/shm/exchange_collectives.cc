@@ -32,7 +32,7 @@ common::Status Collectives::allgatherv(const std::byte* in, std::byte* out,
                                        std::span<const int64_t> counts) {
   std::vector<size_t> offsets = offsets_of(counts);
   size_t largest = static_cast<size_t>(*std::max_element(counts.begin(), counts.end()));
-  size_t chunk = segment_.staging_bytes();
+  size_t chunk = chunk_bytes_;
   auto me = static_cast<size_t>(rank_);
   for (size_t start = 0; start < largest; start += chunk) {
     Round round = next_round();
@@ -57,7 +57,7 @@ common::Status Collectives::allgatherv(const std::byte* in, std::byte* out,
 }
 
 common::Status Collectives::broadcast(std::byte* data, size_t bytes, int root) {
-  size_t chunk = segment_.staging_bytes();
+  size_t chunk = chunk_bytes_;
   for (size_t start = 0; start < bytes; start += chunk) {
     Round round = next_round();
     size_t length = std::min(chunk, bytes - start);

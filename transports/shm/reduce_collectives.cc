@@ -25,7 +25,7 @@ Slice slice_of(size_t elements, int parts, int index) {
 common::Status Collectives::allreduce(std::byte* data, size_t bytes, size_t element,
                                       ReduceFunction fn, bool logical) {
   if (bytes <= kOneShotBytes) return allreduce_one_shot(data, bytes, element, fn, logical);
-  size_t chunk_bytes = segment_.staging_bytes();
+  size_t chunk_bytes = chunk_bytes_;
   for (size_t offset = 0; offset < bytes; offset += chunk_bytes) {
     size_t chunk = std::min(chunk_bytes, bytes - offset);
     Round round = next_round();

@@ -55,6 +55,24 @@ Result<std::unique_ptr<Transport>> ShmTransport::connect(const TransportContext&
 
 std::string_view ShmTransport::name() const { return kName; }
 
+std::vector<Tunable> ShmTransport::tunables() const {
+  return {Tunable{"chunk_bytes", static_cast<int64_t>(collectives_.chunk_bytes()),
+                  static_cast<int64_t>(kMinChunkBytes),
+                  static_cast<int64_t>(segment_.staging_bytes())}};
+}
+
+Status ShmTransport::set_tunable(std::string_view tunable, int64_t value) {
+  if (tunable != "chunk_bytes") return Transport::set_tunable(tunable, value);
+  const auto max = static_cast<int64_t>(segment_.staging_bytes());
+  if (value < static_cast<int64_t>(kMinChunkBytes) || value > max || value % 64 != 0) {
+    return common::invalid_argument("shm transport: chunk_bytes " + std::to_string(value) +
+                                    " is not a multiple of 64 from " +
+                                    std::to_string(kMinChunkBytes) + " to " + std::to_string(max));
+  }
+  collectives_.set_chunk_bytes(static_cast<size_t>(value));
+  return Status::ok();
+}
+
 template <typename Body>
 Status ShmTransport::run(std::string_view op, Body&& body) {
   HVD_RETURN_IF_ERROR(failure());

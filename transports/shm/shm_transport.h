@@ -29,6 +29,9 @@ namespace hvd::transports::shm {
 // Bytes each rank stages per round (and per half of its data area): the
 // segment holds size * 2 * (this + this / size) bytes.
 inline constexpr size_t kStagingBytes = 1 << 20;
+// The smallest chunk set_tunable("chunk_bytes") takes (a multiple of 64
+// bytes up to kStagingBytes; kStagingBytes by default).
+inline constexpr size_t kMinChunkBytes = 64 << 10;
 
 class ShmTransport final : public Transport {
  public:
@@ -50,6 +53,8 @@ class ShmTransport final : public Transport {
                        DataType type, ReduceOp op) override;
   Status barrier() override;
   void abort(Status reason) override;
+  std::vector<Tunable> tunables() const override;
+  Status set_tunable(std::string_view tunable, int64_t value) override;
 
  private:
   ShmTransport(int rank, int size, std::chrono::milliseconds timeout, Segment segment);

@@ -91,3 +91,17 @@ TEST_CASE("sizes take suffixes and are kept in bytes; counts allow 0; numbers al
   REQUIRE(settings.set("timeline_filename", "", "x").is_ok());
   REQUIRE(settings.set("timeline_filename", "/tmp/t.json", "x").is_ok());
 }
+
+TEST_CASE("booleans take the usual words and are kept as true/false") {
+  Settings settings;
+  CHECK_FALSE(settings.get_bool("autotune"));
+  for (const char* yes : {"1", "true", "YES", "On"}) {
+    REQUIRE(settings.set("autotune", yes, "x").is_ok());
+    CHECK(settings.get("autotune") == "true");
+  }
+  REQUIRE(settings.set("autotune", "off", "x").is_ok());
+  CHECK(settings.to_environment().at("HVD_AUTOTUNE") == "false");
+  CHECK(settings.set("autotune", "2", "HOROVOD_AUTOTUNE").message() ==
+        "HOROVOD_AUTOTUNE: '2' is not a boolean (true/false, 1/0, yes/no, on/off)");
+  CHECK_FALSE(settings.set("autotune", "", "x").is_ok());
+}

@@ -185,3 +185,40 @@ TEST_CASE("cli: --blacklist-cooldown-range takes two values before the command")
   CHECK(parse_error({"-np", "2", "--blacklist-cooldown-range", "1", "2", "true"}) ==
         "hvdrun: error: --blacklist-cooldown-range needs an elastic job (--min-np/--max-np)\n");
 }
+
+TEST_CASE("autotune: a bare --autotune flag, and Horovod's names for its settings") {
+  g_env.clear();
+  CHECK(parse_ok({"-np", "1", "prog"}).settings.get("autotune") == "false");
+  auto o = parse_ok({"-np", "2", "--autotune", "--autotune-log-file", "/tmp/at.csv", "prog", "x"});
+  CHECK(o.settings.get("autotune") == "true");
+  CHECK(o.settings.get("autotune_log_file") == "/tmp/at.csv");
+  CHECK(o.command == std::vector<std::string>{"prog", "x"});  // the flag took no value
+  CHECK(o.settings.to_environment().at("HVD_AUTOTUNE") == "true");
+  CHECK(parse_ok({"-np", "1", "--autotune=off", "prog"}).settings.get("autotune") == "false");
+  g_env = {{"HOROVOD_AUTOTUNE", "1"},
+           {"HOROVOD_AUTOTUNE_LOG", "/tmp/h.csv"},
+           {"HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "1"},
+           {"HOROVOD_AUTOTUNE_STEPS_PER_SAMPLE", "4"},
+           {"HOROVOD_AUTOTUNE_BAYES_OPT_MAX_SAMPLES", "30"}};
+  auto h = parse_ok({"-np", "1", "prog"});
+  CHECK(h.settings.get_bool("autotune"));
+  CHECK(h.settings.get("autotune_log_file") == "/tmp/h.csv");
+  CHECK(h.settings.get_int("autotune_warmup_samples") == 1);
+  CHECK(h.settings.get_int("autotune_steps_per_sample") == 4);
+  CHECK(h.settings.get_int("autotune_max_samples") == 30);
+  g_env.clear();
+}
+
+TEST_CASE("autotune: bad values name the token") {
+  g_env.clear();
+  CHECK_THAT(parse_error({"-np", "1", "--autotune=maybe", "prog"}),
+             Catch::Contains("--autotune") && Catch::Contains("'maybe'"));
+  CHECK_THAT(parse_error({"-np", "1", "--autotune-steps-per-sample", "0", "prog"}),
+             Catch::Contains("--autotune-steps-per-sample") && Catch::Contains("'0'"));
+  CHECK_THAT(parse_error({"-np", "1", "--autotune-max-samples", "many", "prog"}),
+             Catch::Contains("'many'"));
+  g_env = {{"HOROVOD_AUTOTUNE_WARMUP_SAMPLES", "-1"}};
+  CHECK_THAT(parse_error({"-np", "1", "prog"}),
+             Catch::Contains("HOROVOD_AUTOTUNE_WARMUP_SAMPLES") && Catch::Contains("'-1'"));
+  g_env.clear();
+}

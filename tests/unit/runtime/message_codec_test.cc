@@ -12,8 +12,8 @@ TEST_CASE("message codec: header sizes and round trip", "[message_codec]") {
   CHECK(cache_words(1) == 1);
   CHECK(cache_words(64) == 1);
   CHECK(cache_words(65) == 2);
-  CHECK(header_bytes(0) == 24 + kInlinePayload);
-  CHECK(header_bytes(1024) == 24 + 16 * 8 + kInlinePayload);
+  CHECK(header_bytes(0) == 48 + kInlinePayload);
+  CHECK(header_bytes(1024) == 48 + 16 * 8 + kInlinePayload);
 
   std::vector<uint64_t> bits{0x8000000000000001ull, 0x2ull};
   std::vector<uint8_t> bytes(header_bytes(128));
@@ -21,6 +21,7 @@ TEST_CASE("message codec: header sizes and round trip", "[message_codec]") {
   fields.payload_bytes = 12345;  // too big to go inline
   fields.flags = kFlagJoined | kFlagShutdown;
   fields.clock_ns = -42;
+  fields.tune = TuneFields{7, int64_t{16} << 20, 4000000, 262144};
   std::vector<uint8_t> big(12345, 7);
   encode_header(fields, bits, big, bytes);
   HeaderView view(bytes);
@@ -28,6 +29,7 @@ TEST_CASE("message codec: header sizes and round trip", "[message_codec]") {
   CHECK_FALSE(view.payload_inline());
   CHECK(view.flags() == (kFlagJoined | kFlagShutdown));
   CHECK(view.clock_ns() == -42);
+  CHECK(view.tune() == TuneFields{7, int64_t{16} << 20, 4000000, 262144});
   REQUIRE(view.words() == 2);
   CHECK(view.word(0) == bits[0]);
   CHECK(view.word(1) == bits[1]);

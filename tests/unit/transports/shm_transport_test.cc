@@ -16,6 +16,7 @@
 #include "daemon/kv_store.h"
 #include "forked_ranks.h"
 #include "transport_under_test.h"
+#include "transports/shm/shm_transport.h"
 
 namespace hvd::transports {
 namespace {
@@ -172,6 +173,47 @@ TEST_CASE("shm: eight processes on few cores keep going", "[shm]") {
   require_no_problems(run.problems);
   WARN("8 ranks: 200 small and 10 4 MiB allreduces took " << ms_since(start) << " ms");
   CHECK(ms_since(start) < 30000);
+}
+
+}  // namespace hvd::transports
+
+namespace hvd::transports {
+
+TEST_CASE("shm: the chunk is a tunable; every chunked op stays exact at any chunk", "[shm]") {
+  ForkedOptions options;
+  options.size = 3;
+  auto run = run_forked(options, [&](int rank, std::unique_ptr<Transport>& t, Problems& p) {
+    std::vector<Tunable> knobs = t->tunables();
+    if (knobs.size() != 1 || knobs[0].name != "chunk_bytes" ||
+        knobs[0].value != static_cast<int64_t>(shm::kStagingBytes) ||
+        knobs[0].min != static_cast<int64_t>(shm::kMinChunkBytes) ||
+        knobs[0].max != static_cast<int64_t>(shm::kStagingBytes)) {
+      p.push_back("unexpected tunables");
+      return;
+    }
+    if (t->set_tunable("chunk_bytes", 1000).code() != StatusCode::kInvalidArgument ||
+        t->set_tunable("chunk_bytes", int64_t{4} << 20).code() != StatusCode::kInvalidArgument ||
+        t->set_tunable("threads", 2).code() != StatusCode::kNotFound) {
+      p.push_back("bad tunables were not refused as expected");
+    }
+    for (int64_t chunk : {int64_t{64} << 10, int64_t{192} << 10, int64_t{1} << 20}) {
+      Status set = t->set_tunable("chunk_bytes", chunk);
+      if (!set.is_ok()) p.push_back("set_tunable: " + set.to_string());
+      check_sum(*t, 700001, p);  // 2.7 MiB: many chunks, the last one partial
+      std::vector<uint8_t> data(900000, rank == 1 ? uint8_t{7} : uint8_t{0});
+      Status s = t->broadcast({data.data(), data.size()}, 1);
+      if (!s.is_ok() || data.front() != 7 || data.back() != 7) p.push_back("broadcast at a chunk");
+      std::vector<int64_t> counts = {400000, 0, 333333};
+      std::vector<uint8_t> in(static_cast<size_t>(counts[static_cast<size_t>(rank)]),
+                              static_cast<uint8_t>(rank + 1));
+      std::vector<uint8_t> out(733333);
+      s = t->allgatherv({in.data(), in.size()}, {out.data(), out.size()}, counts);
+      if (!s.is_ok() || out[399999] != 1 || out[400000] != 3 || out.back() != 3) {
+        p.push_back("allgatherv at chunk " + std::to_string(chunk));
+      }
+    }
+  });
+  require_no_problems(run.problems);
 }
 
 }  // namespace hvd::transports
