@@ -6,14 +6,19 @@
 
 Runs hvd_perf under hvdrun, then bench/torch_perf.py, alternating the two
 REPEAT times (the machines are shared and noisy: each figure is the median
-over the repeats), and prints one table: time and bus bandwidth of each, and
-the ratio hvd busbw / torch busbw (> 1: hvd is faster).
+over the repeats), and prints one table: time and bus bandwidth of each, the
+ratio torch time / hvd time (> 1: hvd is faster), and hvd's bus bandwidth as
+a fraction of memcpy's (one thread copying 64 MiB with numpy, measured
+between the runs of the same invocation).
 """
 import argparse
 import os
 import statistics
 import subprocess
 import sys
+import time
+
+import numpy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -47,6 +52,19 @@ def strip_prefix(text):
     return "\n".join(out)
 
 
+def memcpy_gbs(nbytes=64 << 20, iters=10):
+    """Median GB/s of one thread copying nbytes (bytes written per second)."""
+    src = numpy.ones(nbytes, dtype=numpy.uint8)
+    dst = numpy.empty_like(src)
+    numpy.copyto(dst, src)
+    times = []
+    for _ in range(iters):
+        t0 = time.perf_counter()
+        numpy.copyto(dst, src)
+        times.append(time.perf_counter() - t0)
+    return nbytes / statistics.median(times) / 1e9
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--build", default="build")
@@ -63,28 +81,31 @@ def main():
     hvd_cmd = [os.path.join(a.build, "bin", "hvdrun"), "-np", str(a.np),
                os.path.join(a.build, "bin", "hvd_perf")] + sweep
     torch_cmd = [sys.executable, os.path.join(HERE, "torch_perf.py"), "--np", str(a.np)] + sweep
-    hvd_runs, torch_runs = [], []
+    hvd_runs, torch_runs, memcpy = [], [], []
     for _ in range(a.repeat):
         hvd_runs.append(parse_rows(strip_prefix(run(hvd_cmd))))
+        memcpy.append(memcpy_gbs())
         torch_runs.append(parse_rows(run(torch_cmd)))
+    copy = statistics.median(memcpy)
 
     def med(runs, key, i):
         vals = [r[key][i] for r in runs if r.get(key)]
         return statistics.median(vals) if vals else None
 
     print(f"# {a.np} ranks, float32; medians over {a.repeat} alternating runs of "
-          f"{a.iters} iterations each")
+          f"{a.iters} iterations each; memcpy (1 thread, 64 MiB) {copy:.2f} GB/s")
     print(f"{'op':<14} {'size(B)':>11} {'hvd us':>10} {'torch us':>10} {'hvd busbw':>10} "
-          f"{'torch busbw':>11} {'ratio':>7}")
+          f"{'torch busbw':>11} {'ratio':>7} {'hvd/memcpy':>10}")
     for key in sorted(hvd_runs[0], key=lambda k: (a.ops.split(",").index(k[0]), k[1])):
         ht, tt = med(hvd_runs, key, 0), med(torch_runs, key, 0)
         hb, tb = med(hvd_runs, key, 1), med(torch_runs, key, 1)
         if tt is None:
-            print(f"{key[0]:<14} {key[1]:>11} {ht:>10.1f} {'n/a':>10} {hb:>10.3f} {'n/a':>11} {'-':>7}")
+            print(f"{key[0]:<14} {key[1]:>11} {ht:>10.1f} {'n/a':>10} {hb:>10.3f} {'n/a':>11} "
+                  f"{'-':>7} {hb / copy:>10.2f}")
         else:
             ratio = tt / ht if ht else float("nan")
             print(f"{key[0]:<14} {key[1]:>11} {ht:>10.1f} {tt:>10.1f} {hb:>10.3f} {tb:>11.3f} "
-                  f"{ratio:>7.2f}")
+                  f"{ratio:>7.2f} {hb / copy:>10.2f}")
 
 
 if __name__ == "__main__":
