@@ -81,6 +81,7 @@ struct OpRunner {
     count = n;
     per_rank = n / size;
     d = hvd_op_defaults(HVD_OPTYPE_ALLREDUCE);  // the op type is set below
+    d.name = op.c_str();  // named, as training tensors are: the response cache applies
     d.dtype = HVD_FLOAT32;
     d.reduce_op = HVD_OP_SUM;
     d.ndim = 1;
