@@ -29,6 +29,18 @@ EXPORT long long fakecuda_device_calls(const char* kind) {
   return -1;
 }
 
+static _Atomic(void*) last_streams[2]; /* 0: collectives, 1: device functions */
+
+void fakecuda_note_stream(int device_call, void* stream) {
+  atomic_store(&last_streams[device_call ? 1 : 0], stream);
+}
+
+/* The stream of the last collective ("collective") or device copy/scale
+ * ("device") of this process. */
+EXPORT void* fakecuda_last_stream(const char* kind) {
+  return atomic_load(&last_streams[strcmp(kind, "device") == 0 ? 1 : 0]);
+}
+
 typedef struct context {
   int device;
 } context;
@@ -72,6 +84,7 @@ int32_t fakecuda_device_copy(void* c, const hvd_plugin_copy* copies, size_t n, v
   (void)c;
   (void)stream;
   atomic_fetch_add(&counts[COPY], 1);
+  fakecuda_note_stream(1, stream);
   atomic_fetch_add(&counts[COPY_ENTRIES], (long long)n);
   for (size_t i = 0; i < n; ++i) {
     if (copies[i].bytes > 0) memmove(copies[i].dst, copies[i].src, copies[i].bytes);
@@ -110,6 +123,7 @@ int32_t fakecuda_device_scale(void* c, void* data, size_t count, int32_t dtype,
   (void)c;
   (void)stream;
   atomic_fetch_add(&counts[SCALE], 1);
+  fakecuda_note_stream(1, stream);
   if (divisor <= 0) return fail(status, HVD_ERR_INVALID_ARGUMENT, "fakecuda: divisor <= 0");
   if (divisor == 1 && factor == 1.0) return ok(status);
   switch (dtype) {

@@ -4,6 +4,8 @@
 
 #include "transports/plugin/transport_plugin.h"
 
+/* Records the stream of a collective (device_call 0) or device call (1). */
+void fakecuda_note_stream(int device_call, void* stream);
 int32_t fakecuda_device_open(int32_t device, int64_t timeout_ms, void** context,
                              hvd_plugin_status* status);
 void fakecuda_device_close(void* context);

@@ -191,7 +191,7 @@ static int32_t reduce_all(world* w, int op_kind, const void* in, size_t bytes, i
 
 static int32_t allreduce(void* handle, void* data, size_t bytes, int32_t dtype, int32_t op,
                          void* stream, hvd_plugin_status* status) {
-  (void)stream;
+  fakecuda_note_stream(0, stream);
   char* reduced = NULL;
   if (reduce_all(handle, ALLREDUCE, data, bytes, dtype, op, &reduced, status) != HVD_OK) {
     return status->code;
@@ -204,7 +204,7 @@ static int32_t allreduce(void* handle, void* data, size_t bytes, int32_t dtype, 
 static int32_t reducescatter(void* handle, const void* in, size_t in_bytes, void* out,
                              size_t out_bytes, const int64_t* recv_counts, int32_t ranks,
                              int32_t dtype, int32_t op, void* stream, hvd_plugin_status* status) {
-  (void)stream;
+  fakecuda_note_stream(0, stream);
   (void)ranks;
   world* w = handle;
   char* reduced = NULL;
@@ -223,7 +223,7 @@ static int32_t allgatherv(void* handle, const void* in, size_t in_bytes, void* o
                           hvd_plugin_status* status) {
   (void)out_bytes;
   (void)ranks;
-  (void)stream;
+  fakecuda_note_stream(0, stream);
   world* w = handle;
   long long number = 0;
   if (begin(w, ALLGATHERV, &number, status) != HVD_OK) return status->code;
@@ -232,7 +232,7 @@ static int32_t allgatherv(void* handle, const void* in, size_t in_bytes, void* o
 
 static int32_t broadcast(void* handle, void* data, size_t bytes, int32_t root, void* stream,
                          hvd_plugin_status* status) {
-  (void)stream;
+  fakecuda_note_stream(0, stream);
   world* w = handle;
   long long number = 0;
   if (begin(w, BROADCAST, &number, status) != HVD_OK) return status->code;
@@ -247,7 +247,7 @@ static int32_t alltoallv(void* handle, const void* in, size_t in_bytes, const in
   (void)in_bytes;
   (void)out_bytes;
   (void)ranks;
-  (void)stream;
+  fakecuda_note_stream(0, stream);
   world* w = handle;
   long long number = 0;
   if (begin(w, ALLTOALLV, &number, status) != HVD_OK) return status->code;
