@@ -23,7 +23,10 @@ constexpr std::array kSettings = {
     SettingSpec{"gpu_transport", "HVD_GPU_TRANSPORT", "", SettingType::kString, "auto",
                 "Transport for CUDA tensors (ops with a device): auto (nccl when it can run "
                 "here, else device ops fail saying why), nccl, gloo (staged through host "
-                "memory; not built yet), or a transport plugin's name (transport_plugins)"},
+                "memory), or a transport plugin's name (transport_plugins)"},
+    SettingSpec{"gpu_staging_plugin", "HVD_GPU_STAGING_PLUGIN", "", SettingType::kString, "nccl",
+                "CUDA transport plugin whose device functions (copies, pinned memory) stage "
+                "CUDA tensors for HVD_GPU_TRANSPORT=gloo; it needs no communicator"},
     SettingSpec{"transport_plugins", "HVD_TRANSPORT_PLUGINS", "", SettingType::kOptionalText, "",
                 "Extra transport plugins, comma-separated NAME:DEVICE:LIBRARY entries (DEVICE "
                 "cpu or cuda; LIBRARY a path or a file name looked for beside libhvd.so); "

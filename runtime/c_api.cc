@@ -358,6 +358,7 @@ int hvd_handle_copy_output(int64_t handle, void* dst, int64_t bytes) {
         if (dst == nullptr) {
           return hvd::common::invalid_argument("hvd_handle_copy_output: dst is null");
         }
+        if (op.output.device) return op.output.device->copy_to(dst, op.output.bytes);
         std::memcpy(dst, op.output.data.get(), op.output.bytes);
       }
       return Status::ok();

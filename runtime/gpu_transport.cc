@@ -3,6 +3,8 @@
 #include <utility>
 #include <vector>
 
+#include "transports/staging/staged_transport.h"
+
 namespace hvd::runtime {
 
 namespace {
@@ -13,40 +15,81 @@ constexpr const char* kAuto = "auto";
 constexpr const char* kStaged = "gloo";
 constexpr const char* kDefaultGpu = "nccl";
 
+bool is_cuda_transport(const std::vector<std::string>& cuda, const std::string& name) {
+  for (const auto& n : cuda) {
+    if (n == name) return true;
+  }
+  return false;
+}
+
+// The device work of `plugin` for context.device, then transport `name`.
+// The device work first: it needs no peers, so a plugin without it fails
+// every rank alike before any of them connects.
+common::Result<transports::DeviceLink> open_link(const transports::TransportRegistry& registry,
+                                                 const std::string& plugin, DeviceKind kind,
+                                                 const std::string& name,
+                                                 const transports::TransportContext& context,
+                                                 const std::string& prefix) {
+  auto work = registry.open_device(plugin, context.device, context.timeout);
+  if (!work.is_ok()) return work.status().with_context(prefix);
+  auto transport = registry.create(kind, name, context);
+  if (!transport.is_ok()) return transport.status().with_context(prefix);
+  transports::DeviceLink link;
+  link.work = std::shared_ptr<transports::DeviceWork>(std::move(work).value());
+  link.transport = std::move(transport).value();
+  return link;
+}
+
 }  // namespace
 
 common::Result<GpuTransportChoice> GpuTransportChoice::parse(
-    const std::string& setting, const transports::TransportRegistry& registry) {
+    const std::string& setting, const transports::TransportRegistry& registry,
+    const std::string& staging_plugin) {
   std::vector<std::string> cuda = registry.names(DeviceKind::kCuda);
-  if (setting == kAuto || setting == kStaged) return GpuTransportChoice(setting);
-  for (const auto& name : cuda) {
-    if (name == setting) return GpuTransportChoice(setting);
+  std::string cuda_list;
+  for (const auto& name : cuda) cuda_list += ", " + name;
+  if (!is_cuda_transport(cuda, staging_plugin)) {
+    return common::invalid_argument("HVD_GPU_STAGING_PLUGIN (gpu_staging_plugin) '" +
+                                    staging_plugin + "' is not a CUDA transport plugin; choose "
+                                    "one of: " + cuda_list.substr(cuda_list.empty() ? 0 : 2));
   }
-  std::string choices = std::string(kAuto) + ", " + kStaged;
-  for (const auto& name : cuda) choices += ", " + name;
+  if (setting == kAuto || setting == kStaged || is_cuda_transport(cuda, setting)) {
+    return GpuTransportChoice(setting, staging_plugin);
+  }
   return common::invalid_argument("HVD_GPU_TRANSPORT (gpu_transport) '" + setting +
                                   "' is not a transport for CUDA tensors; choose one of: " +
-                                  choices);
+                                  kAuto + ", " + kStaged + cuda_list);
 }
 
-common::Result<std::unique_ptr<transports::Transport>> GpuTransportChoice::connect(
+common::Result<transports::DeviceLink> GpuTransportChoice::connect_staged(
     const transports::TransportRegistry& registry,
     const transports::TransportContext& context) const {
   const std::string prefix = "HVD_GPU_TRANSPORT=" + setting_;
-  if (setting_ == kStaged) {
-    return common::unimplemented(
-        prefix + " cannot run here: staging CUDA tensors through host memory for the CPU "
-                 "transport is not built yet (docs/gpu.md)");
+  transports::Availability here = registry.availability(staging_plugin_);
+  if (!here.available) {
+    return common::failed_precondition(prefix + " cannot run here: staging needs the device "
+                                       "functions of '" + staging_plugin_ +
+                                       "' (HVD_GPU_STAGING_PLUGIN): " + here.reason);
   }
+  auto link = open_link(registry, staging_plugin_, DeviceKind::kCpu, kStaged, context, prefix);
+  if (!link.is_ok()) return link.status();
+  link->transport = std::make_unique<transports::staging::StagedTransport>(
+      std::move(link->transport), link->work);
+  return link;
+}
+
+common::Result<transports::DeviceLink> GpuTransportChoice::connect(
+    const transports::TransportRegistry& registry,
+    const transports::TransportContext& context) const {
+  if (setting_ == kStaged) return connect_staged(registry, context);
+  const std::string prefix = "HVD_GPU_TRANSPORT=" + setting_;
   const std::string name = setting_ == kAuto ? kDefaultGpu : setting_;
   transports::Availability here = registry.availability(name);
   if (!here.available) {
     return common::failed_precondition(
         prefix + " cannot run here: " + (setting_ == kAuto ? name + ": " : "") + here.reason);
   }
-  auto transport = registry.create(DeviceKind::kCuda, name, context);
-  if (!transport.is_ok()) return transport.status().with_context(prefix);
-  return transport;
+  return open_link(registry, name, DeviceKind::kCuda, name, context, prefix);
 }
 
 }  // namespace hvd::runtime

@@ -4,11 +4,17 @@
 // (SetEngine's DeviceRoute calls connect()). Nothing falls back silently:
 //  - auto: nccl when it can run here; otherwise connect() fails with nccl's
 //    reason;
-//  - gloo: staging CUDA tensors through host memory for the CPU transport;
-//    not built yet, connect() says so;
+//  - gloo: CUDA tensors staged through pinned host memory for the gloo CPU
+//    transport (transports/staging/), the device work (copies, pinned
+//    memory) from the CUDA plugin named by gpu_staging_plugin
+//    (HVD_GPU_STAGING_PLUGIN, default nccl: libhvd_nccl.so's device
+//    functions, which need no NCCL communicator);
 //  - another name: a registered CUDA transport (nccl, or a plugin of the
 //    transport_plugins setting); connect() fails with its reason when it
 //    cannot run here.
+// Either way connect() also opens the device work for the op's device (the
+// engine's device fusion buffer, scaling and outputs): a CUDA plugin of ABI
+// version 1 has none, and device ops then fail saying so.
 #pragma once
 
 #include <memory>
@@ -23,21 +29,32 @@ class GpuTransportChoice {
  public:
   // kInvalidArgument naming `setting` when it is no transport for CUDA
   // tensors (unknown, or a CPU transport), listing the choices.
+  // `staging_plugin` (gpu_staging_plugin): the CUDA transport whose device
+  // work stages for `gloo`; kInvalidArgument when it is none.
   static common::Result<GpuTransportChoice> parse(const std::string& setting,
-                                                  const transports::TransportRegistry& registry);
+                                                  const transports::TransportRegistry& registry,
+                                                  const std::string& staging_plugin = "nccl");
 
-  // The transport for one set's device ops (context.device: the ordinal).
+  // The transport and device work for one set's device ops (context.device:
+  // the ordinal; context.timeout bounds the device's waits).
   // kFailedPrecondition "HVD_GPU_TRANSPORT=X cannot run here: <reason>" when
-  // it cannot; the factory's Status when it cannot connect.
-  common::Result<std::unique_ptr<transports::Transport>> connect(
+  // it cannot; "HVD_GPU_TRANSPORT=X: <why>" when the device work cannot be
+  // had (a plugin of ABI version 1) or the factory cannot connect.
+  common::Result<transports::DeviceLink> connect(
       const transports::TransportRegistry& registry,
       const transports::TransportContext& context) const;
 
   const std::string& setting() const { return setting_; }
 
  private:
-  explicit GpuTransportChoice(std::string setting) : setting_(std::move(setting)) {}
+  GpuTransportChoice(std::string setting, std::string staging_plugin)
+      : setting_(std::move(setting)), staging_plugin_(std::move(staging_plugin)) {}
+  common::Result<transports::DeviceLink> connect_staged(
+      const transports::TransportRegistry& registry,
+      const transports::TransportContext& context) const;
+
   std::string setting_;
+  std::string staging_plugin_;
 };
 
 }  // namespace hvd::runtime

@@ -57,7 +57,8 @@ Result<std::unique_ptr<Runtime>> Runtime::init(const EnvLookup& lookup, int64_t 
 
   auto registry = make_registry(settings);
   if (!registry.is_ok()) return registry.status();
-  auto gpu = GpuTransportChoice::parse(settings.get("gpu_transport"), registry.value());
+  auto gpu = GpuTransportChoice::parse(settings.get("gpu_transport"), registry.value(),
+                                       settings.get("gpu_staging_plugin"));
   if (!gpu.is_ok()) return gpu.status();
   std::unique_ptr<Runtime> runtime(new Runtime(std::move(world).value(), std::move(settings),
                                                first_handle, std::move(registry).value(),

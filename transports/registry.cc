@@ -25,8 +25,24 @@ std::string_view device_kind_name(DeviceKind device) {
 }
 
 void TransportRegistry::add(std::string name, DeviceKind device, TransportFactory factory,
-                            AvailabilityProbe probe) {
-  entries_[std::move(name)] = Entry{device, std::move(factory), std::move(probe)};
+                            AvailabilityProbe probe, DeviceWorkOpener open_device) {
+  entries_[std::move(name)] =
+      Entry{device, std::move(factory), std::move(probe), std::move(open_device)};
+}
+
+Result<std::unique_ptr<DeviceWork>> TransportRegistry::open_device(
+    const std::string& name, int device, std::chrono::milliseconds timeout) const {
+  auto it = entries_.find(name);
+  if (it == entries_.end()) return common::not_found("unknown transport '" + name + "'");
+  if (!it->second.open_device) {
+    return common::failed_precondition("transport '" + name + "' has no device functions");
+  }
+  Availability here = availability(it->second);
+  if (!here.available) {
+    return common::failed_precondition("transport '" + name + "' cannot run here: " +
+                                       here.reason);
+  }
+  return it->second.open_device(device, timeout);
 }
 
 Availability TransportRegistry::availability(const Entry& entry) {

@@ -16,6 +16,7 @@
 
 #include "common/status.h"
 #include "common/store.h"
+#include "transports/device_work.h"
 #include "transports/transport.h"
 
 namespace hvd::transports {
@@ -72,14 +73,20 @@ struct TransportContext {
 using TransportFactory =
     std::function<Result<std::unique_ptr<Transport>>(const TransportContext&)>;
 
+// Opens device work (device_work.h) for a device ordinal, the timeout
+// bounding its synchronize(): a CUDA plugin's device_* functions.
+using DeviceWorkOpener = std::function<Result<std::unique_ptr<DeviceWork>>(
+    int device, std::chrono::milliseconds timeout)>;
+
 class TransportRegistry {
  public:
   // A registry holding every built-in transport.
   static TransportRegistry with_builtins();
 
   // `probe` null: always available (the built-in CPU transports).
+  // `open_device` null: the entry has no device work (CPU transports).
   void add(std::string name, DeviceKind device, TransportFactory factory,
-           AvailabilityProbe probe = nullptr);
+           AvailabilityProbe probe = nullptr, DeviceWorkOpener open_device = nullptr);
 
   // NotFound naming the registered transports when `name` is unknown;
   // FailedPrecondition with the probe's reason when it cannot run here; the
@@ -90,6 +97,13 @@ class TransportRegistry {
   // transports, FailedPrecondition when `name` is another device's.
   Result<std::unique_ptr<Transport>> create(DeviceKind device, const std::string& name,
                                             const TransportContext& context) const;
+
+  // The device work of transport `name` for device ordinal `device`:
+  // NotFound when unknown, FailedPrecondition when it cannot run here or has
+  // no device work ("transport 'gloo' has no device functions"), the
+  // opener's Status otherwise (a plugin of ABI version 1 says so).
+  Result<std::unique_ptr<DeviceWork>> open_device(const std::string& name, int device,
+                                                  std::chrono::milliseconds timeout) const;
 
   std::vector<std::string> names(DeviceKind device) const;
 
@@ -105,6 +119,7 @@ class TransportRegistry {
     DeviceKind device;
     TransportFactory factory;
     AvailabilityProbe probe;
+    DeviceWorkOpener open_device;
   };
   static Availability availability(const Entry& entry);
   Result<std::unique_ptr<Transport>> create(const std::string& name, const Entry* entry,

@@ -1,5 +1,7 @@
 #include "runtime/engine/device_route.h"
 
+#include "runtime/engine/device_data_plane.h"
+
 #include <spdlog/spdlog.h>
 
 #include <string>
@@ -22,9 +24,9 @@ common::Result<Executor*> DeviceRoute::executor(int device) {
   }
   // Outside the lock: connecting blocks (for peers, within the transport
   // timeout), and abort() must not wait for it.
-  common::Result<std::unique_ptr<transports::Transport>> made =
+  common::Result<transports::DeviceLink> made =
       connect_ ? connect_(device)
-               : common::Result<std::unique_ptr<transports::Transport>>(common::failed_precondition(
+               : common::Result<transports::DeviceLink>(common::failed_precondition(
                      "device ops need a GPU transport, and this engine has none"));
   std::lock_guard lock(mu_);
   if (!made.is_ok()) {
@@ -32,13 +34,17 @@ common::Result<Executor*> DeviceRoute::executor(int device) {
     spdlog::warn("device ops of this process set will fail: {}", failure_.message());
     return failure_;
   }
-  transport_ = std::move(made).value();
+  transports::DeviceLink link = std::move(made).value();
+  transport_ = std::move(link.transport);
   if (!aborted_.is_ok()) {
     transport_->abort(aborted_);  // the abort came while connecting
     return aborted_;
   }
   spdlog::debug("gpu transport {} ready (device {})", transport_->name(), device);
-  executor_ = std::make_unique<Executor>(*transport_, rank_, size_, counters_);
+  auto* streamed = dynamic_cast<transports::StreamedTransport*>(transport_.get());
+  executor_ = std::make_unique<Executor>(
+      *transport_, rank_, size_, counters_,
+      std::make_unique<DeviceDataPlane>(std::move(link.work), streamed));
   return executor_.get();
 }
 

@@ -1,5 +1,7 @@
-// A process set's data path for device (CUDA) ops: the GPU transport and an
-// Executor over it, beside the set's CPU transport (which keeps carrying the
+// A process set's data path for device (CUDA) ops: the GPU transport, the
+// device work of the same device (transports/device_work.h) and an Executor
+// over both (its DeviceDataPlane: fusion buffer and outputs in device
+// memory, the ops' stream), beside the set's CPU transport (which keeps carrying the
 // negotiation and the CPU ops). Created on the engine thread at the set's
 // first device op. Every rank of the set runs the same responses in the
 // same order (the negotiated plan), so every rank creates it at the same
@@ -20,14 +22,14 @@
 #include "common/status.h"
 #include "runtime/engine/engine_stats.h"
 #include "runtime/engine/executor.h"
+#include "transports/device_work.h"
 #include "transports/transport.h"
 
 namespace hvd::runtime::engine {
 
-// Creates the GPU transport for a set; `device` is the CUDA ordinal of the
-// first device op on this rank.
-using DeviceConnector =
-    std::function<common::Result<std::unique_ptr<transports::Transport>>(int device)>;
+// Creates the GPU transport and opens the device work for a set; `device`
+// is the CUDA ordinal of the first device op on this rank.
+using DeviceConnector = std::function<common::Result<transports::DeviceLink>(int device)>;
 
 class DeviceRoute {
  public:
@@ -57,7 +59,7 @@ class DeviceRoute {
   common::Status failure_;   // the creation's failure, kept
   common::Status aborted_;   // OK until abort()
   std::unique_ptr<transports::Transport> transport_;
-  std::unique_ptr<Executor> executor_;  // over *transport_
+  std::unique_ptr<Executor> executor_;  // over *transport_ and the link's work
 };
 
 }  // namespace hvd::runtime::engine

@@ -1,9 +1,11 @@
 #include "runtime/engine/executor.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "runtime/engine/host_data_plane.h"
 #include "runtime/scale.h"
 
 namespace hvd::runtime::engine {
@@ -39,18 +41,30 @@ std::vector<int64_t> with_rows(const Request& q, int64_t rows) {
   return shape;
 }
 
-OpOutput allocate(size_t bytes, std::vector<int64_t> shape) {
-  OpOutput out;
-  out.data.reset(new uint8_t[bytes > 0 ? bytes : 1]);
-  out.bytes = bytes;
-  out.shape = std::move(shape);
-  return out;
+// Memory for one op could not be had (device memory is short): that op
+// fails, on this rank; the transport is untouched.
+Status fail_op(Response& r, Status why) {
+  r.error = std::move(why);
+  return Status::ok();
 }
 
 }  // namespace
 
-Executor::Executor(transports::Transport& transport, int rank, int size, EngineCounters& counters)
-    : transport_(transport), rank_(rank), size_(size), counters_(counters) {}
+Executor::Executor(transports::Transport& transport, int rank, int size, EngineCounters& counters,
+                   std::unique_ptr<DataPlane> plane)
+    : transport_(transport), rank_(rank), size_(size), counters_(counters),
+      plane_(plane ? std::move(plane) : std::make_unique<HostDataPlane>()) {}
+
+Status Executor::begin_device(std::span<Response* const> batch) {
+  streams_.clear();
+  for (Response* r : batch) {
+    void* stream = r->has_entry ? r->entry.stream : nullptr;
+    if (std::find(streams_.begin(), streams_.end(), stream) == streams_.end()) {
+      streams_.push_back(stream);
+    }
+  }
+  return plane_->begin(streams_);
+}
 
 Status Executor::op_result(Status status, std::span<Response* const> batch) {
   if (status.is_ok()) return status;
@@ -65,6 +79,22 @@ Status Executor::run(std::span<Response* const> batch, Timeline* timeline,
   timeline_ = timeline;
   prefix_ = &row_prefix;
   const OpType type = batch.front()->op().op_type;
+  if (!plane_->on_device()) return dispatch(batch, type);
+  // Device ops: ordered on their stream, complete only once done there. A
+  // device that cannot even start the batch (waiting for another stream
+  // failed) is fatal like a transport failure: the peers would wait for this
+  // rank's collective. A failed (bounded) wait at the end fails the batch.
+  Status s = begin_device(batch);
+  if (s.is_ok()) s = dispatch(batch, type);
+  if (!s.is_ok()) return s;
+  Status synced = plane_->synchronize();
+  for (Response* r : batch) {
+    if (r->error.is_ok() && !synced.is_ok()) r->error = synced;
+  }
+  return Status::ok();
+}
+
+Status Executor::dispatch(std::span<Response* const> batch, OpType type) {
   const char* phase = phase_name(type);
   auto record = [&](const char* what, bool begin) {
     if (timeline_ == nullptr) return;
@@ -115,7 +145,8 @@ Status Executor::allreduce(std::span<Response* const> batch) {
     Response& r = *batch.front();
     Entry& e = r.entry;
     auto count = static_cast<size_t>(e.request.num_elements());
-    if (Status s = scale(e.output, e.input, count, type, first.prescale_factor); !s.is_ok()) {
+    if (Status s = plane_->scale(e.output, e.input, count, type, first.prescale_factor);
+        !s.is_ok()) {
       r.error = s;
       return Status::ok();
     }
@@ -124,7 +155,7 @@ Status Executor::allreduce(std::span<Response* const> batch) {
     phase("ALLREDUCE", false);
     HVD_RETURN_IF_ERROR(op_result(s, batch));
     if (!r.error.is_ok()) return Status::ok();
-    r.error = finish_reduction(e.output, e.output, count, type, end.divisor, end.factor);
+    r.error = plane_->finish(e.output, count, type, end.divisor, end.factor);
     return Status::ok();
   }
 
@@ -139,7 +170,7 @@ Status Executor::allreduce(std::span<Response* const> batch) {
     parts_.push_back(part);
   }
   phase("MEMCPY_IN_FUSION_BUFFER", true);
-  auto packed = fusion_.pack(parts_, type, op, first.prescale_factor);
+  auto packed = plane_->pack(parts_, type, op, first.prescale_factor);
   phase("MEMCPY_IN_FUSION_BUFFER", false);
   if (!packed.is_ok()) {
     for (Response* r : batch) r->error = packed.status();
@@ -150,12 +181,12 @@ Status Executor::allreduce(std::span<Response* const> batch) {
     counters_.bump(counters_.fused_tensors, static_cast<int64_t>(batch.size()));
   }
   phase("ALLREDUCE", true);
-  Status s = transport_.allreduce({fusion_.data(), packed.value()}, type, wire);
+  Status s = transport_.allreduce({plane_->fusion(), packed.value()}, type, wire);
   phase("ALLREDUCE", false);
   HVD_RETURN_IF_ERROR(op_result(s, batch));
   if (!batch.front()->error.is_ok()) return Status::ok();
   phase("MEMCPY_OUT_FUSION_BUFFER", true);
-  Status out = fusion_.unpack(parts_, type, end.divisor, end.factor);
+  Status out = plane_->unpack(parts_, type, end.divisor, end.factor);
   phase("MEMCPY_OUT_FUSION_BUFFER", false);
   if (!out.is_ok()) {
     for (Response* r : batch) r->error = out;
@@ -174,15 +205,19 @@ Status Executor::allgather(Response& r) {
   }
   const size_t out_bytes = static_cast<size_t>(total_rows) * row_bytes;
   uint8_t* out = nullptr;
+  Response* batch[] = {&r};
   if (r.has_entry) {
-    r.output = allocate(out_bytes, with_rows(q, total_rows));
-    out = r.output.data.get();
+    auto made = plane_->allocate(out_bytes, with_rows(q, total_rows));
+    if (!made.is_ok()) return fail_op(r, made.status());
+    r.output = std::move(made).value();
+    out = r.output.memory();
   } else {
-    out = fusion_.reserve(out_bytes);
+    auto reserved = plane_->reserve(out_bytes);
+    if (!reserved.is_ok()) return fail_op(r, reserved.status());
+    out = reserved.value();
   }
   const size_t in_bytes = static_cast<size_t>(r.rows[static_cast<size_t>(rank_)]) * row_bytes;
   counters_.bump(counters_.data_calls);
-  Response* batch[] = {&r};
   return op_result(
       transport_.allgatherv({r.has_entry ? r.entry.input : nullptr, in_bytes}, {out, out_bytes}, counts),
       batch);
@@ -192,16 +227,18 @@ Status Executor::broadcast(Response& r) {
   const Request& q = r.op();
   const auto bytes = static_cast<size_t>(q.byte_size());
   void* data = nullptr;
+  Response* batch[] = {&r};
   if (r.has_entry) {
     data = r.entry.output;
-    if (q.root_rank == rank_ && r.entry.input != data && bytes > 0) {
-      std::memmove(data, r.entry.input, bytes);
+    if (q.root_rank == rank_) {
+      HVD_RETURN_IF_ERROR(op_result(plane_->copy(data, r.entry.input, bytes), batch));
     }
   } else {
-    data = fusion_.reserve(bytes);
+    auto reserved = plane_->reserve(bytes);
+    if (!reserved.is_ok()) return fail_op(r, reserved.status());
+    data = reserved.value();
   }
   counters_.bump(counters_.data_calls);
-  Response* batch[] = {&r};
   return op_result(transport_.broadcast({data, bytes}, q.root_rank), batch);
 }
 
@@ -219,12 +256,14 @@ Status Executor::alltoall(Response& r) {
     recv_rows += r.rows[k];
   }
   const size_t out_bytes = static_cast<size_t>(recv_rows) * row_bytes;
-  r.output = allocate(out_bytes, with_rows(q, recv_rows));
+  Response* batch[] = {&r};
+  auto made = plane_->allocate(out_bytes, with_rows(q, recv_rows));
+  if (!made.is_ok()) return fail_op(r, made.status());
+  r.output = std::move(made).value();
   r.output.received_splits = r.rows;
   counters_.bump(counters_.data_calls);
-  Response* batch[] = {&r};
   return op_result(transport_.alltoallv({r.entry.input, static_cast<size_t>(q.shape[0]) * row_bytes},
-                                        send, {r.output.data.get(), out_bytes}, recv),
+                                        send, {r.output.memory(), out_bytes}, recv),
                    batch);
 }
 
@@ -247,23 +286,20 @@ Status Executor::reducescatter(Response& r) {
   const void* in = r.has_entry ? r.entry.input : nullptr;
   if (in == nullptr || q.prescale_factor != 1.0) {
     FusionPart part{in, nullptr, in_count};
-    auto packed = fusion_.pack(std::span<const FusionPart>(&part, 1), type, q.reduce_op,
+    auto packed = plane_->pack(std::span<const FusionPart>(&part, 1), type, q.reduce_op,
                                q.prescale_factor);
     if (!packed.is_ok()) {
       r.error = packed.status();
       return Status::ok();
     }
-    in = fusion_.data();
+    in = plane_->fusion();
   }
-  std::vector<uint8_t> scratch;
-  void* out = nullptr;
-  if (r.has_entry) {
-    r.output = allocate(out_count * element, with_rows(q, my_rows));
-    out = r.output.data.get();
-  } else {
-    scratch.resize(out_count * element);
-    out = scratch.data();
-  }
+  // A rank that joined gets its part in an output nobody reads.
+  auto made = plane_->allocate(out_count * element, with_rows(q, my_rows));
+  if (!made.is_ok()) return fail_op(r, made.status());
+  OpOutput output = std::move(made).value();
+  void* out = output.memory();
+  if (r.has_entry) r.output = std::move(output);
   const ReduceOp wire = q.reduce_op == ReduceOp::kAverage ? ReduceOp::kSum : q.reduce_op;
   counters_.bump(counters_.data_calls);
   HVD_RETURN_IF_ERROR(op_result(
@@ -272,7 +308,7 @@ Status Executor::reducescatter(Response& r) {
   if (!r.error.is_ok()) return Status::ok();
   const ReductionEnd end = reduction_end(type, q.reduce_op == ReduceOp::kAverage, size_,
                                          q.prescale_factor, q.postscale_factor);
-  r.error = finish_reduction(out, out, out_count, type, end.divisor, end.factor);
+  r.error = plane_->finish(out, out_count, type, end.divisor, end.factor);
   return Status::ok();
 }
 

@@ -6,11 +6,11 @@
 // in place in the op's output. A rank that joined without the op contributes
 // the identity of the reduction (zeros for sums) and no rows to gathers.
 //
-// A set has one Executor over its CPU transport and, once it has device
-// ops, one over its GPU transport (device_route.h). Packing, scaling and
-// engine-allocated outputs are host memory for both: right for the CPU and
-// for plugins whose device memory the host can address (the fakecuda test
-// plugin); CUDA memory needs the device fusion buffer (docs/gpu.md).
+// A set has one Executor over its CPU transport, with the host data plane,
+// and, once it has device ops, one over its GPU transport with the device
+// data plane (device_route.h, device_data_plane.h): the fusion buffer, the
+// scaling and engine-allocated outputs are then in device memory, on the
+// ops' stream, and every batch ends with the plane's synchronize().
 //
 // Errors: a transport error that leaves the transport failed is returned
 // (the engine then fails everything); an invalid argument the transport
@@ -22,8 +22,10 @@
 #include <string>
 
 #include "common/status.h"
+#include <memory>
+
+#include "runtime/engine/data_plane.h"
 #include "runtime/engine/engine_stats.h"
-#include "runtime/engine/fusion_buffer.h"
 #include "runtime/engine/response.h"
 #include "runtime/engine/timeline.h"
 #include "transports/transport.h"
@@ -32,7 +34,9 @@ namespace hvd::runtime::engine {
 
 class Executor {
  public:
-  Executor(transports::Transport& transport, int rank, int size, EngineCounters& counters);
+  // `plane` null: the host data plane (CPU ops).
+  Executor(transports::Transport& transport, int rank, int size, EngineCounters& counters,
+           std::unique_ptr<DataPlane> plane = nullptr);
 
   // `batch`: responses without a decided error; one op, or allreduces the
   // fusion planner put together. `timeline` may be null; `row_prefix` is put
@@ -41,6 +45,9 @@ class Executor {
                      const std::string& row_prefix);
 
  private:
+  common::Status dispatch(std::span<Response* const> batch, OpType type);
+  // Device batches: the streams to begin() with; the end's synchronize().
+  common::Status begin_device(std::span<Response* const> batch);
   common::Status allreduce(std::span<Response* const> batch);
   common::Status allgather(Response& resp);
   common::Status broadcast(Response& resp);
@@ -54,7 +61,8 @@ class Executor {
   int rank_;
   int size_;
   EngineCounters& counters_;
-  FusionBuffer fusion_;
+  std::unique_ptr<DataPlane> plane_;
+  std::vector<void*> streams_;
   std::vector<FusionPart> parts_;
   Timeline* timeline_ = nullptr;
   const std::string* prefix_ = nullptr;

@@ -26,8 +26,23 @@
 namespace hvd::runtime::engine {
 
 // What an op leaves behind besides its Status.
+// An engine-allocated output in device memory (a device op's,
+// data_plane.h), freed through its device's work when it goes.
+class DeviceOutput {
+ public:
+  virtual ~DeviceOutput() = default;
+  virtual uint8_t* data() const = 0;
+  // Copies the output to `dst` (the caller's device memory; any thread) on
+  // the op's stream and waits for the copy, within the transport timeout.
+  virtual common::Status copy_to(void* dst, size_t bytes) const = 0;
+};
+
 struct OpOutput {
-  std::unique_ptr<uint8_t[]> data;  // engine-allocated output (allgather, alltoall, reducescatter)
+  // Engine-allocated output (allgather, alltoall, reducescatter): host
+  // memory in `data`, or, for a device op, device memory in `device`.
+  std::unique_ptr<uint8_t[]> data;
+  std::unique_ptr<DeviceOutput> device;
+  uint8_t* memory() const { return device ? device->data() : data.get(); }
   size_t bytes = 0;
   std::vector<int64_t> shape;           // of `data`
   std::vector<int64_t> received_splits; // alltoall: rows from each rank of the set

@@ -69,7 +69,7 @@ def test_shows_the_gpu_transport_and_listed_plugins(hvdrun):
                  "HVD_TRANSPORT_PLUGINS": f"fakecuda:cuda:{plugin}"})
     assert r.returncode == 0, r.stderr
     assert "    [X] fakecuda (cuda)\n" in r.stdout, r.stdout
-    assert f"    [X] {plugin} (fakecuda): loaded from {plugin}, ABI version 1\n" in r.stdout
+    assert f"    [X] {plugin} (fakecuda): loaded from {plugin}, ABI version 2\n" in r.stdout
     assert "CUDA tensors go to HVD_GPU_TRANSPORT=fakecuda " in r.stdout
 
 

@@ -7,12 +7,15 @@ with its reason and leaves CPU ops alone; a bad name fails hvd.init()."""
 import pathlib
 import sys
 
+import pytest
+
 from conftest import BUILD_DIR, run
 
 HERE = pathlib.Path(__file__).resolve().parent
 WORKER = str(HERE / "workers" / "gpu_routing_worker.py")
 PYTHON_DIR = str(HERE.parents[1] / "python")
 PLUGIN = BUILD_DIR / "tests" / "plugins" / "libhvd_fake_cuda_plugin.so"
+PLUGIN_V1 = BUILD_DIR / "tests" / "plugins" / "libhvd_fake_cuda_v1_plugin.so"
 
 
 def job(hvdrun, np_, args, **env):
@@ -28,6 +31,33 @@ def test_device_ops_run_on_the_plugin_and_cpu_ops_do_not(hvdrun):
             HVD_TRANSPORT_PLUGINS=f"fakecuda:cuda:{PLUGIN}")
     assert r.returncode == 0, r.stdout + r.stderr
     assert "ok rank 0" in r.stdout and "ok rank 1" in r.stdout, r.stdout
+
+
+@pytest.mark.parametrize("np_", [2, 3])
+def test_staged_device_ops_run_on_the_cpu_transport_through_the_device_copies(hvdrun, np_):
+    # HVD_GPU_TRANSPORT=gloo: fakecuda provides only the device work.
+    r = job(hvdrun, np_, ["staged", str(PLUGIN)], HVD_GPU_TRANSPORT="gloo",
+            HVD_GPU_STAGING_PLUGIN="fakecuda", HVD_TRANSPORT_PLUGINS=f"fakecuda:cuda:{PLUGIN}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    for rank in range(np_):
+        assert f"ok rank {rank}" in r.stdout, r.stdout
+
+
+def test_staging_without_device_functions_says_why(hvdrun):
+    r = job(hvdrun, 2, ["v1"], HVD_GPU_TRANSPORT="gloo", HVD_GPU_STAGING_PLUGIN="fakecuda",
+            HVD_TRANSPORT_PLUGINS=f"fakecuda:cuda:{PLUGIN_V1}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok rank 0" in r.stdout and "ok rank 1" in r.stdout, r.stdout
+
+
+def test_a_version_1_cuda_plugin_fails_device_ops_saying_so(hvdrun):
+    assert PLUGIN_V1.is_file(), f"the version-1 fakecuda plugin is not built: {PLUGIN_V1}"
+    r = job(hvdrun, 2, ["v1"], HVD_GPU_TRANSPORT="fakecuda",
+            HVD_TRANSPORT_PLUGINS=f"fakecuda:cuda:{PLUGIN_V1}")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "ok rank 0" in r.stdout and "ok rank 1" in r.stdout, r.stdout
+    assert (f"device op refused: HVD_GPU_TRANSPORT=fakecuda: transport plugin {PLUGIN_V1} has "
+            "ABI version 1: no device functions; device ops need version 2") in r.stdout, r.stdout
 
 
 def test_nccl_without_a_gpu_fails_device_ops_only(hvdrun):

@@ -116,13 +116,6 @@ def test_unsupported_dtypes_and_devices():
         ht.allreduce([1.0, 2.0])
 
 
-def test_cuda_tensors_need_nccl():
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device here")
-    with pytest.raises(ValueError, match="NCCL"):
-        ht.allreduce(torch.ones(2, device="cuda"))
-
-
 def test_engine_argument_errors():
     with pytest.raises(ValueError, match="average is not defined for bool"):
         ht.allreduce(torch.ones(2, dtype=torch.bool), op=ht.Average)

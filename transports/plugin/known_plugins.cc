@@ -8,6 +8,7 @@
 #include <system_error>
 #include <utility>
 
+#include "transports/plugin/plugin_device.h"
 #include "transports/plugin/plugin_loader.h"
 #include "transports/plugin/plugin_transport.h"
 
@@ -105,7 +106,13 @@ void register_plugin(TransportRegistry& registry, const KnownPlugin& plugin) {
         if (!loaded.is_ok()) return loaded.status();
         return PluginTransport::connect(std::move(loaded).value(), context);
       },
-      [slot] { return slot->availability(); });
+      [slot] { return slot->availability(); },
+      [slot](int device,
+             std::chrono::milliseconds timeout) -> common::Result<std::unique_ptr<DeviceWork>> {
+        auto loaded = slot->loaded();
+        if (!loaded.is_ok()) return loaded.status();
+        return PluginDevice::open(std::move(loaded).value(), device, timeout);
+      });
 }
 
 void register_known_plugins(TransportRegistry& registry) {

@@ -7,14 +7,6 @@
 
 namespace hvd::transports::plugin {
 
-namespace {
-
-// CPU plugins take no stream; CUDA ones get the caller's (null: the
-// current stream) once the runtime passes streams down.
-constexpr void* kDefaultStream = nullptr;
-
-}  // namespace
-
 common::Result<std::unique_ptr<Transport>> PluginTransport::connect(
     std::shared_ptr<LoadedPlugin> plugin, const TransportContext& context) {
   hvd_plugin_world world = make_world(context);
@@ -55,7 +47,7 @@ Status PluginTransport::allreduce(Buffer data, DataType type, ReduceOp op) {
   HVD_RETURN_IF_ERROR(check_allreduce(data, type));
   return run("allreduce", [&](hvd_plugin_status* s) {
     return plugin_->api().allreduce(handle_, data.data, data.size, static_cast<int32_t>(type),
-                                    static_cast<int32_t>(op), kDefaultStream, s);
+                                    static_cast<int32_t>(op), stream_, s);
   });
 }
 
@@ -63,14 +55,14 @@ Status PluginTransport::allgatherv(ConstBuffer in, Buffer out, std::span<const i
   HVD_RETURN_IF_ERROR(check_allgatherv(in, out, counts, rank_, size_));
   return run("allgatherv", [&](hvd_plugin_status* s) {
     return plugin_->api().allgatherv(handle_, in.data, in.size, out.data, out.size, counts.data(),
-                                     static_cast<int32_t>(counts.size()), kDefaultStream, s);
+                                     static_cast<int32_t>(counts.size()), stream_, s);
   });
 }
 
 Status PluginTransport::broadcast(Buffer data, int root) {
   HVD_RETURN_IF_ERROR(check_broadcast(data, root, size_));
   return run("broadcast", [&](hvd_plugin_status* s) {
-    return plugin_->api().broadcast(handle_, data.data, data.size, root, kDefaultStream, s);
+    return plugin_->api().broadcast(handle_, data.data, data.size, root, stream_, s);
   });
 }
 
@@ -80,7 +72,7 @@ Status PluginTransport::alltoallv(ConstBuffer in, std::span<const int64_t> send_
   return run("alltoallv", [&](hvd_plugin_status* s) {
     return plugin_->api().alltoallv(handle_, in.data, in.size, send_counts.data(), out.data,
                                     out.size, recv_counts.data(),
-                                    static_cast<int32_t>(recv_counts.size()), kDefaultStream, s);
+                                    static_cast<int32_t>(recv_counts.size()), stream_, s);
   });
 }
 
@@ -93,13 +85,13 @@ Status PluginTransport::reducescatter(ConstBuffer in, Buffer out,
                                         recv_counts.data(),
                                         static_cast<int32_t>(recv_counts.size()),
                                         static_cast<int32_t>(type), static_cast<int32_t>(op),
-                                        kDefaultStream, s);
+                                        stream_, s);
   });
 }
 
 Status PluginTransport::barrier() {
   return run("barrier", [&](hvd_plugin_status* s) {
-    return plugin_->api().barrier(handle_, kDefaultStream, s);
+    return plugin_->api().barrier(handle_, stream_, s);
   });
 }
 

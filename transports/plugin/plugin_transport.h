@@ -3,18 +3,22 @@
 // its error code and message turned into a Status. The first failure or
 // abort stays set and fails every later call, whatever the plugin does.
 // Holds the LoadedPlugin, so the library stays loaded while it lives.
+// A StreamedTransport: set_stream() gives the CUDA stream (hvd_op.stream)
+// that the next ops pass to the plugin (null, the default: the plugin's
+// default stream; a CPU plugin ignores it).
 #pragma once
 
 #include <memory>
 #include <mutex>
 #include <string>
 
+#include "transports/device_work.h"
 #include "transports/plugin/plugin_loader.h"
 #include "transports/registry.h"
 
 namespace hvd::transports::plugin {
 
-class PluginTransport final : public Transport {
+class PluginTransport final : public Transport, public StreamedTransport {
  public:
   // The plugin's create() for this world; its Status when it fails.
   static common::Result<std::unique_ptr<Transport>> connect(std::shared_ptr<LoadedPlugin> plugin,
@@ -34,6 +38,7 @@ class PluginTransport final : public Transport {
                        DataType type, ReduceOp op) override;
   Status barrier() override;
   void abort(Status reason) override;
+  void set_stream(void* stream) override { stream_ = stream; }
 
  private:
   PluginTransport(std::shared_ptr<LoadedPlugin> plugin, void* handle, int rank, int size)
@@ -48,6 +53,7 @@ class PluginTransport final : public Transport {
   void* handle_;
   int rank_;
   int size_;
+  void* stream_ = nullptr;  // engine thread only, like the ops
   mutable std::mutex mutex_;
   Status failure_;       // guarded by mutex_
   bool aborted_ = false;  // guarded by mutex_

@@ -3,8 +3,12 @@
 Naming, as in Horovod: ``op`` returns a new tensor and is autograd-aware;
 ``op_`` works in place; ``op_async`` / ``op_async_`` return a handle for
 poll() / synchronize(). Reductions default to Average. ``root_rank`` is a
-global rank, also on process sets. Tensors must be CPU tensors (CUDA tensors
-need the NCCL transport, not built yet); non-contiguous tensors are copied.
+global rank, also on process sets. CPU tensors run on the CPU transport;
+CUDA tensors are device ops (their device index, ordered on the device's
+current stream) on the GPU transport (HVD_GPU_TRANSPORT: nccl, or gloo
+staged through pinned host memory; docs/gpu.md), their outputs allocated on
+the same device. Non-contiguous tensors are copied. Tensors are kept alive
+until their op is done.
 Numpy arrays passed to these calls go to hvd.numpy.
 
 Gradients, exactly as horovod.torch computes them (its convention: each
@@ -66,15 +70,9 @@ class _TorchKind:
         if t.layout != torch.strided:
             raise ValueError(f"hvd needs dense tensors, not {t.layout} "
                              "(sparse gradients: sparse_allreduce_async)")
-        if t.device.type != "cpu":
-            if t.device.type == "cuda":
-                # The engine routes device ops to the GPU transport, but the
-                # NCCL collectives and the device fusion buffer are not built
-                # yet (docs/gpu.md): refuse here, with the way out.
-                raise ValueError(f"CUDA tensors ({t.dtype} on {t.device}) are not supported by "
-                                 "hvd.torch yet: the NCCL transport's collectives are not built "
-                                 "(docs/gpu.md); move the tensor to the CPU")
-            raise ValueError(f"Tensors on device {t.device} are not supported (CPU tensors only)")
+        if t.device.type not in ("cpu", "cuda"):
+            raise ValueError(f"Tensors on device {t.device} are not supported (CPU and CUDA "
+                             "tensors only)")
         return t if t.is_contiguous() else t.contiguous()
 
     @staticmethod

@@ -204,7 +204,11 @@ HVD_EXPORT int hvd_wait(int64_t handle, double timeout_seconds);
 /* Shape of an engine-allocated output of a finished op. */
 HVD_EXPORT int hvd_handle_output_shape(int64_t handle, int64_t* shape, int32_t max_ndim,
                                        int32_t* ndim);
-/* Copies the engine-allocated output (exactly its size in bytes) to dst. */
+/* Copies the engine-allocated output (exactly its size in bytes) to dst.
+ * A device op's output is in device memory: dst must then be device memory
+ * (a CUDA tensor of the op's device); the copy runs on the op's stream
+ * through the GPU transport's device functions and is waited for (within
+ * the transport timeout) before this returns. */
 HVD_EXPORT int hvd_handle_copy_output(int64_t handle, void* dst, int64_t bytes);
 /* alltoall: rows received from each rank of the set (n = the set's size). */
 HVD_EXPORT int hvd_handle_received_splits(int64_t handle, int64_t* splits, int32_t n);

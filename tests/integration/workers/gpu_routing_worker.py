@@ -5,6 +5,14 @@ CPU ops beside them, in one process.
     gpu_routing_worker.py routed PLUGIN_LIBRARY   HVD_GPU_TRANSPORT names the
         fakecuda test plugin: device ops give the right results and went
         through the plugin (its call counters); CPU ops did not.
+        The engine's device work went through the plugin's device_* functions
+        (fusion buffer, scaling, outputs: its device counters) on the op's
+        stream, and all device memory is freed at shutdown.
+    gpu_routing_worker.py staged PLUGIN_LIBRARY   HVD_GPU_TRANSPORT=gloo with
+        fakecuda as the staging plugin: every op right, run on the CPU
+        transport (no plugin collective), staged through the plugin's copies.
+    gpu_routing_worker.py v1                      a CUDA plugin of ABI version
+        1: device ops fail saying it has no device functions; CPU ops work.
     gpu_routing_worker.py refused                 the GPU transport cannot run
         here: each device op fails with the reason, CPU ops still work.
 
@@ -61,6 +69,19 @@ def release(h):
     _lib.check(_lib.hvd_release(h), "release")
 
 
+def group(rank, named, **fields):
+    """Enqueues [(array, name), ...] as one group of allreduces on device
+    `rank` (in place) and waits for every op."""
+    made = [op_for(C.OPTYPE_ALLREDUCE, a, name, rank, **fields) for a, name in named]
+    ops = (_lib.hvd_op * len(made))(*[op for op, _ in made])
+    handles = (ctypes.c_int64 * len(made))()
+    _lib.check(_lib.hvd_enqueue_group(ops, len(made), handles), "enqueue_group")
+    for h in handles:
+        code, message = finish(h)
+        assert code == C.OK, message
+        release(h)
+
+
 def cpu_allreduce(rank, size, name):
     a = np.full(4, rank + 1, dtype=np.float32)
     h, code, message = run(C.OPTYPE_ALLREDUCE, a, name, C.DEVICE_CPU, reduce_op=C.OP_SUM)
@@ -75,6 +96,98 @@ def plugin_loaded(library):
         return True
     except OSError:
         return False
+
+
+def fake_of(library):
+    fake = ctypes.CDLL(library)
+    for fn in (fake.fakecuda_calls, fake.fakecuda_device_calls):
+        fn.restype = ctypes.c_longlong
+        fn.argtypes = [ctypes.c_char_p]
+    fake.fakecuda_last_stream.restype = ctypes.c_void_p
+    fake.fakecuda_last_stream.argtypes = [ctypes.c_char_p]
+    return fake
+
+
+def every_op(rank, size, tag):
+    """Every device op (device = rank) with its result checked: allreduce
+    sum, average with pre/postscale, min, a fused group with average and
+    scaling, broadcast, uneven allgather, alltoall, reducescatter."""
+    a = np.full(5, rank + 1, dtype=np.float32)
+    h, code, message = run(C.OPTYPE_ALLREDUCE, a, f"{tag}.sum", rank, reduce_op=C.OP_SUM)
+    assert code == C.OK, message
+    release(h)
+    assert (a == size * (size + 1) / 2).all(), a
+    b = np.arange(6, dtype=np.float64) * (rank + 1)
+    h, code, message = run(C.OPTYPE_ALLREDUCE, b, f"{tag}.avg", rank, reduce_op=C.OP_AVERAGE,
+                           prescale_factor=2.0, postscale_factor=0.5)
+    assert code == C.OK, message
+    release(h)
+    assert np.allclose(b, np.arange(6) * (size + 1) / 2.0), b
+    c = np.full(3, rank - 5, dtype=np.int64)
+    h, code, message = run(C.OPTYPE_ALLREDUCE, c, f"{tag}.min", rank, reduce_op=C.OP_MIN)
+    assert code == C.OK, message
+    release(h)
+    assert (c == -5).all(), c
+    x = np.full(3, rank + 1, dtype=np.float32)
+    y = np.full(2, 10 * (rank + 1), dtype=np.float32)
+    group(rank, [(x, f"{tag}.g.x"), (y, f"{tag}.g.y")], reduce_op=C.OP_AVERAGE,
+          prescale_factor=2.0, postscale_factor=3.0)
+    mean = (size + 1) / 2.0
+    assert np.allclose(x, 6 * mean) and np.allclose(y, 60 * mean), (x, y)
+    d = np.full(4, rank, dtype=np.int64)
+    h, code, message = run(C.OPTYPE_BROADCAST, d, f"{tag}.bcast", rank, root_rank=size - 1)
+    assert code == C.OK, message
+    release(h)
+    assert (d == size - 1).all(), d
+    e = np.full((rank + 1, 2), rank, dtype=np.float32)
+    h, code, message = run(C.OPTYPE_ALLGATHER, e, f"{tag}.gather", rank, output=False)
+    assert code == C.OK, message
+    got = engine_output(h, e, size * (size + 1) // 2)
+    release(h)
+    assert (got == np.concatenate([np.full((r + 1, 2), r, np.float32) for r in range(size)])).all()
+    f = (np.arange(size, dtype=np.int64) + 10 * rank).reshape(size, 1)
+    h, code, message = run(C.OPTYPE_ALLTOALL, f, f"{tag}.a2a", rank, output=False)
+    assert code == C.OK, message
+    got = engine_output(h, f, size)
+    release(h)
+    assert (got.reshape(-1) == np.array([rank + 10 * k for k in range(size)])).all(), got
+    g = np.ones((size, 3), dtype=np.float32) * (np.arange(size, dtype=np.float32)[:, None] + 1)
+    h, code, message = run(C.OPTYPE_REDUCESCATTER, g, f"{tag}.rs", rank, output=False,
+                           reduce_op=C.OP_AVERAGE)
+    assert code == C.OK, message
+    got = engine_output(h, g, 1)
+    release(h)
+    assert (got == rank + 1).all(), got
+
+
+def staged(rank, size, library):
+    cpu_allreduce(rank, size, "cpu.before")
+    every_op(rank, size, "staged")
+    fake = fake_of(library)
+    dev = lambda kind: fake.fakecuda_device_calls(kind.encode())  # noqa: E731
+    # The collectives ran on the CPU transport, none through the plugin...
+    for op in ("create", "allreduce", "allgatherv", "broadcast", "alltoallv", "reducescatter"):
+        assert fake.fakecuda_calls(op.encode()) == 0, op
+    # ...staged through its device functions: pinned host memory, and a copy
+    # to the host and one back per collective (8 collectives, beside the
+    # engine's own packing and output copies).
+    assert dev("open") == 1, dev("open")
+    assert dev("alloc_pinned") >= 2, dev("alloc_pinned")
+    assert dev("copy") >= 16, dev("copy")
+    assert dev("synchronize") >= 16, dev("synchronize")
+    cpu_allreduce(rank, size, "cpu.after")
+    return fake
+
+
+def v1(rank, size):
+    a = np.full(2, 1, dtype=np.float32)
+    h, code, message = run(C.OPTYPE_ALLREDUCE, a, "dev.v1", rank, reduce_op=C.OP_SUM)
+    release(h)
+    assert code == C.ERR_FAILED_PRECONDITION, (code, message)
+    assert "has ABI version 1: no device functions; device ops need version 2" in message, message
+    assert "\n" not in message, message
+    print(f"device op refused: {message}", flush=True)
+    cpu_allreduce(rank, size, "cpu.v1")
 
 
 def routed(rank, size, library):
@@ -94,6 +207,10 @@ def routed(rank, size, library):
     calls = lambda op: fake.fakecuda_calls(op.encode())  # noqa: E731
     assert calls("create") == 1 and fake.fakecuda_device() == rank
     assert calls("allreduce") == 1
+    fake = fake_of(library)
+    dev = lambda kind: fake.fakecuda_device_calls(kind.encode())  # noqa: E731
+    assert dev("open") == 1, "no device context was opened for the device ops"
+    assert dev("synchronize") >= 1, "the device batch did not end with device_synchronize"
 
     cpu_allreduce(rank, size, "cpu.between")
     assert calls("allreduce") == 1, "a CPU allreduce went through the GPU transport"
@@ -104,6 +221,8 @@ def routed(rank, size, library):
                            prescale_factor=2.0, postscale_factor=0.5)
     assert code == C.OK, message
     release(h)
+    assert dev("scale") == 2, ("prescale and the average's end go through device_scale",
+                               dev("scale"))
     expected = np.arange(6) * (size + 1) / 2.0
     assert np.allclose(b, expected), (b, expected)
     c = np.full(3, rank - 5, dtype=np.int64)
@@ -123,10 +242,13 @@ def routed(rank, size, library):
 
     # Allgather with uneven rows (rank r gives r + 1 rows of 2).
     e = np.full((rank + 1, 2), rank, dtype=np.float32)
+    allocs, copies = dev("alloc"), dev("copy")
     h, code, message = run(C.OPTYPE_ALLGATHER, e, "dev.gather", rank, output=False)
     assert code == C.OK, message
+    assert dev("alloc") == allocs + 1, "the output was not allocated in device memory"
     rows = size * (size + 1) // 2
     got = engine_output(h, e, rows)
+    assert dev("copy") == copies + 1, "hvd_handle_copy_output did not copy through the device"
     release(h)
     assert (got == np.concatenate([np.full((r + 1, 2), r, np.float32) for r in range(size)])).all()
     assert calls("allgatherv") == 1
@@ -150,25 +272,41 @@ def routed(rank, size, library):
     assert (got == size * (rank + 1)).all(), got
     assert calls("reducescatter") == 1
 
-    # A group of two device allreduces: fused into one plugin call.
+    # A group of two device allreduces: fused into one plugin call, packed
+    # and unpacked in the device fusion buffer with one batched copy each.
     before = calls("allreduce")
+    allocs, copies, entries = dev("alloc"), dev("copy"), dev("copy_entries")
     x = np.full(3, rank + 1, dtype=np.float32)
     y = np.full(2, 10 * (rank + 1), dtype=np.float32)
-    ox, dx = op_for(C.OPTYPE_ALLREDUCE, x, "dev.group.x", rank, reduce_op=C.OP_SUM)
-    oy, dy = op_for(C.OPTYPE_ALLREDUCE, y, "dev.group.y", rank, reduce_op=C.OP_SUM)
-    ops = (_lib.hvd_op * 2)(ox, oy)
-    handles = (ctypes.c_int64 * 2)()
-    _lib.check(_lib.hvd_enqueue_group(ops, 2, handles), "enqueue_group")
-    for h in handles:
-        code, message = finish(h)
-        assert code == C.OK, message
-        release(h)
+    group(rank, [(x, "dev.group.x"), (y, "dev.group.y")], reduce_op=C.OP_SUM)
     total = size * (size + 1) / 2
     assert (x == total).all() and (y == 10 * total).all(), (x, y)
     assert calls("allreduce") == before + 1, "the group was not one fused plugin call"
+    assert dev("alloc") == allocs + 1, "the fusion buffer is not device memory"
+    assert dev("copy") == copies + 2 and dev("copy_entries") == entries + 4, \
+        (dev("copy") - copies, dev("copy_entries") - entries)
+
+    # The op's stream reaches the plugin's collective and device functions.
+    stream = 0x5000 + 16 * rank
+    s1 = np.full(2, 1.0, dtype=np.float32)
+    s2 = np.full(3, 1.0, dtype=np.float32)
+    group(rank, [(s1, "dev.stream.1"), (s2, "dev.stream.2")], reduce_op=C.OP_SUM, stream=stream)
+    assert (s1 == size).all() and (s2 == size).all()
+    assert fake.fakecuda_last_stream(b"collective") == stream
+    assert fake.fakecuda_last_stream(b"device") == stream
+
+    every_op(rank, size, "again")
 
     cpu_allreduce(rank, size, "cpu.after")
     assert calls("create") == 1, "the GPU transport was created more than once"
+    return fake
+
+
+def freed(fake):
+    """After shutdown: the device context closed, every device allocation freed."""
+    dev = lambda kind: fake.fakecuda_device_calls(kind.encode())  # noqa: E731
+    assert dev("close") == dev("open") == 1, (dev("open"), dev("close"))
+    assert dev("live_allocations") == 0, dev("live_allocations")
 
 
 def refused(rank, size):
@@ -186,11 +324,18 @@ def refused(rank, size):
 def main():
     _lib.check(_lib.hvd_init(), "init")
     rank, size = _lib.hvd_rank(), _lib.hvd_size()
+    fake = None
     if sys.argv[1] == "routed":
-        routed(rank, size, sys.argv[2])
+        fake = routed(rank, size, sys.argv[2])
+    elif sys.argv[1] == "staged":
+        fake = staged(rank, size, sys.argv[2])
+    elif sys.argv[1] == "v1":
+        v1(rank, size)
     else:
         refused(rank, size)
     _lib.check(_lib.hvd_shutdown(), "shutdown")
+    if fake is not None:
+        freed(fake)
     print(f"ok rank {rank}", flush=True)
 
 

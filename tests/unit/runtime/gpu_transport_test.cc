@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/gpu_transport.h"
+#include "tests/unit/runtime/host_device_work.h"
 
 namespace hvd::runtime {
 
@@ -16,18 +17,39 @@ using transports::DeviceKind;
 using transports::TransportContext;
 using transports::TransportRegistry;
 
-TransportRegistry registry_with_gpu(bool can_run) {
+using TransportMade = common::Result<std::unique_ptr<transports::Transport>>;
+
+// Devices the registry's nccl entry opened device work for.
+struct Opened {
+  std::vector<int> devices;
+};
+
+// "nccl" (CUDA, with device work unless `device_work` is false; its factory
+// fails naming the device it got), "gloo" (CPU; likewise), "cpuonly".
+TransportRegistry registry_with_gpu(bool can_run, Opened* opened = nullptr,
+                                    bool device_work = true) {
   TransportRegistry registry;
   registry.add("cpuonly", DeviceKind::kCpu, [](const TransportContext&) {
-    return common::Result<std::unique_ptr<transports::Transport>>(common::internal_error("no"));
+    return TransportMade(common::internal_error("no"));
   });
+  registry.add("gloo", DeviceKind::kCpu, [](const TransportContext& c) {
+    return TransportMade(common::internal_error("gloo made for device " + std::to_string(c.device)));
+  });
+  transports::DeviceWorkOpener open;
+  if (device_work) {
+    open = [opened](int device, std::chrono::milliseconds)
+        -> common::Result<std::unique_ptr<transports::DeviceWork>> {
+      if (opened != nullptr) opened->devices.push_back(device);
+      return std::unique_ptr<transports::DeviceWork>(new testing::HostDeviceWork(device));
+    };
+  }
   registry.add(
       "nccl", DeviceKind::kCuda,
       [](const TransportContext& c) {
-        return common::Result<std::unique_ptr<transports::Transport>>(
-            common::internal_error("made for device " + std::to_string(c.device)));
+        return TransportMade(common::internal_error("made for device " + std::to_string(c.device)));
       },
-      [can_run] { return Availability{can_run, can_run ? "" : "no CUDA device (test)"}; });
+      [can_run] { return Availability{can_run, can_run ? "" : "no CUDA device (test)"}; },
+      open);
   return registry;
 }
 
@@ -64,8 +86,9 @@ TEST_CASE("gpu transport: auto and named transports say why they cannot run",
         "HVD_GPU_TRANSPORT=nccl cannot run here: no CUDA device (test)");
   auto staged = GpuTransportChoice::parse("gloo", registry).value().connect(registry, context);
   REQUIRE_FALSE(staged.is_ok());
-  CHECK_THAT(staged.status().message(),
-             Catch::StartsWith("HVD_GPU_TRANSPORT=gloo cannot run here: staging CUDA tensors"));
+  CHECK(staged.status().message() ==
+        "HVD_GPU_TRANSPORT=gloo cannot run here: staging needs the device functions of 'nccl' "
+        "(HVD_GPU_STAGING_PLUGIN): no CUDA device (test)");
 }
 
 TEST_CASE("gpu transport: a transport that can run is created with the context",
@@ -73,9 +96,38 @@ TEST_CASE("gpu transport: a transport that can run is created with the context",
   auto registry = registry_with_gpu(true);
   TransportContext context;
   context.device = 3;
+  Opened opened;
+  registry = registry_with_gpu(true, &opened);
   auto made = GpuTransportChoice::parse("auto", registry).value().connect(registry, context);
   REQUIRE_FALSE(made.is_ok());  // the test factory fails, naming the device it got
   CHECK(made.status().message() == "HVD_GPU_TRANSPORT=auto: made for device 3");
+  CHECK(opened.devices == std::vector<int>{3});  // the device work first, for that device
+}
+
+TEST_CASE("gpu transport: without device work, device ops cannot run", "[gpu_transport]") {
+  auto registry = registry_with_gpu(true, nullptr, false);
+  TransportContext context;
+  auto made = GpuTransportChoice::parse("nccl", registry).value().connect(registry, context);
+  REQUIRE_FALSE(made.is_ok());
+  CHECK(made.status().message() ==
+        "HVD_GPU_TRANSPORT=nccl: transport 'nccl' has no device functions");
+}
+
+TEST_CASE("gpu transport: gloo stages through the staging plugin's device work",
+          "[gpu_transport]") {
+  Opened opened;
+  auto registry = registry_with_gpu(true, &opened);
+  TransportContext context;
+  context.device = 2;
+  auto made = GpuTransportChoice::parse("gloo", registry).value().connect(registry, context);
+  REQUIRE_FALSE(made.is_ok());  // the gloo factory fails, naming the device of its context
+  CHECK(made.status().message() == "HVD_GPU_TRANSPORT=gloo: gloo made for device 2");
+  CHECK(opened.devices == std::vector<int>{2});
+  auto bad = GpuTransportChoice::parse("gloo", registry, "cpuonly");
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(bad.status().message() ==
+        "HVD_GPU_STAGING_PLUGIN (gpu_staging_plugin) 'cpuonly' is not a CUDA transport plugin; "
+        "choose one of: nccl");
 }
 
 }  // namespace hvd::runtime

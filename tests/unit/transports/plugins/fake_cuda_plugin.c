@@ -11,12 +11,18 @@
  *
  * For the test to see what ran here: fakecuda_calls("allreduce") (and the
  * other op names, "create") counts this process's calls, fakecuda_device()
- * is the device ordinal the last world was created for. */
+ * is the device ordinal the last world was created for.
+ *
+ * ABI version 2: its device_* functions (fake_cuda_device.c) work on host
+ * memory and count their calls (fakecuda_device_calls). Built with
+ * FAKECUDA_ABI_V1 it is a version-1 plugin without them (the engine must
+ * then refuse device ops). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tests/unit/transports/plugins/fake_cuda_device.h"
 #include "tests/unit/transports/plugins/plugin_status.h"
 #include "transports/plugin/transport_plugin.h"
 
@@ -185,7 +191,7 @@ static int32_t reduce_all(world* w, int op_kind, const void* in, size_t bytes, i
 
 static int32_t allreduce(void* handle, void* data, size_t bytes, int32_t dtype, int32_t op,
                          void* stream, hvd_plugin_status* status) {
-  (void)stream;
+  fakecuda_note_stream(0, stream);
   char* reduced = NULL;
   if (reduce_all(handle, ALLREDUCE, data, bytes, dtype, op, &reduced, status) != HVD_OK) {
     return status->code;
@@ -198,7 +204,7 @@ static int32_t allreduce(void* handle, void* data, size_t bytes, int32_t dtype, 
 static int32_t reducescatter(void* handle, const void* in, size_t in_bytes, void* out,
                              size_t out_bytes, const int64_t* recv_counts, int32_t ranks,
                              int32_t dtype, int32_t op, void* stream, hvd_plugin_status* status) {
-  (void)stream;
+  fakecuda_note_stream(0, stream);
   (void)ranks;
   world* w = handle;
   char* reduced = NULL;
@@ -217,7 +223,7 @@ static int32_t allgatherv(void* handle, const void* in, size_t in_bytes, void* o
                           hvd_plugin_status* status) {
   (void)out_bytes;
   (void)ranks;
-  (void)stream;
+  fakecuda_note_stream(0, stream);
   world* w = handle;
   long long number = 0;
   if (begin(w, ALLGATHERV, &number, status) != HVD_OK) return status->code;
@@ -226,7 +232,7 @@ static int32_t allgatherv(void* handle, const void* in, size_t in_bytes, void* o
 
 static int32_t broadcast(void* handle, void* data, size_t bytes, int32_t root, void* stream,
                          hvd_plugin_status* status) {
-  (void)stream;
+  fakecuda_note_stream(0, stream);
   world* w = handle;
   long long number = 0;
   if (begin(w, BROADCAST, &number, status) != HVD_OK) return status->code;
@@ -241,7 +247,7 @@ static int32_t alltoallv(void* handle, const void* in, size_t in_bytes, const in
   (void)in_bytes;
   (void)out_bytes;
   (void)ranks;
-  (void)stream;
+  fakecuda_note_stream(0, stream);
   world* w = handle;
   long long number = 0;
   if (begin(w, ALLTOALLV, &number, status) != HVD_OK) return status->code;
@@ -312,10 +318,13 @@ static int32_t create(const hvd_plugin_world* info, void** handle, hvd_plugin_st
 }
 
 EXPORT const hvd_transport_plugin_t hvd_transport_plugin = {
-    /* Version 1: no device_* functions (yet); the engine treats its
-     * "device" memory as host memory. */
+#ifdef FAKECUDA_ABI_V1
     offsetof(hvd_transport_plugin_t, destroy) + sizeof(void (*)(void*)),
     1,
+#else
+    sizeof(hvd_transport_plugin_t),
+    2,
+#endif
     "fakecuda",
     HVD_PLUGIN_DEVICE_CUDA,
     can_run,
@@ -328,5 +337,15 @@ EXPORT const hvd_transport_plugin_t hvd_transport_plugin = {
     barrier,
     abort_world,
     destroy,
+#ifdef FAKECUDA_ABI_V1
     NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* past its struct_size */
+#else
+    fakecuda_device_open,
+    fakecuda_device_close,
+    fakecuda_device_alloc,
+    fakecuda_device_free,
+    fakecuda_device_copy,
+    fakecuda_device_scale,
+    fakecuda_device_synchronize,
+#endif
 };

@@ -1,0 +1,50 @@
+// DeviceWork (transports/device_work.h) over a loaded CUDA plugin's ABI
+// version 2 device_* functions: one device context (device_open with the
+// ordinal and the transport timeout), closed when this goes. Holds the
+// LoadedPlugin. A plugin without them (ABI version 1, or a CPU plugin) is
+// refused at open() with one line saying so.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "transports/device_work.h"
+#include "transports/plugin/plugin_loader.h"
+
+namespace hvd::transports::plugin {
+
+class PluginDevice final : public DeviceWork {
+ public:
+  // kFailedPrecondition "transport plugin PATH has ABI version 1: no device
+  // functions; device ops need version 2" (or: is a cpu plugin); the
+  // plugin's device_open status when it fails.
+  static common::Result<std::unique_ptr<DeviceWork>> open(std::shared_ptr<LoadedPlugin> plugin,
+                                                          int device,
+                                                          std::chrono::milliseconds timeout);
+  ~PluginDevice() override;
+
+  const std::string& name() const override { return name_; }
+  int device() const override { return device_; }
+  common::Result<void*> alloc(size_t bytes, bool pinned_host) override;
+  void free(void* memory, bool pinned_host) override;
+  common::Status copy(std::span<const DeviceCopy> copies, void* stream) override;
+  common::Status scale(void* data, size_t count, common::DataType type, int divisor,
+                       double factor, void* stream) override;
+  common::Status synchronize(void* stream) override;
+
+ private:
+  PluginDevice(std::shared_ptr<LoadedPlugin> plugin, void* context, int device)
+      : plugin_(std::move(plugin)), context_(context), device_(device),
+        name_(std::string(plugin_->name()) + " device " + std::to_string(device)) {}
+  common::Status result(int32_t code, const hvd_plugin_status& status, const char* call) const;
+
+  std::shared_ptr<LoadedPlugin> plugin_;
+  void* context_;
+  const int device_;
+  const std::string name_;
+  std::mutex sync_mu_;  // one device_synchronize at a time (the plugin's event is shared)
+};
+
+}  // namespace hvd::transports::plugin
