@@ -7,6 +7,11 @@ noise and a random shift, the same on every rank (seeded), each rank taking
 its own shard. Uses hvd.DistributedOptimizer and hvd.broadcast_parameters as
 a Horovod script would (replace `import hvd.torch as hvd` by
 `import horovod.torch as hvd` and it runs under Horovod too).
+
+--cuda trains on the GPU of each rank's local rank (torch.cuda.set_device),
+as Horovod's example does: the gradients are CUDA tensors, averaged by the
+GPU transport (HVD_GPU_TRANSPORT: nccl, or gloo staging through host memory
+where several ranks share one GPU; docs/gpu.md).
 """
 
 import argparse
@@ -61,9 +66,16 @@ def main():
     parser.add_argument("--test-size", type=int, default=1024)
     parser.add_argument("--fp16-allreduce", action="store_true")
     parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--cuda", action="store_true", help="train on the local rank's GPU")
     args = parser.parse_args()
+    if args.cuda and not torch.cuda.is_available():
+        parser.error("--cuda: torch.cuda.is_available() is false (no usable GPU here)")
 
     hvd.init()
+    device = torch.device("cpu")
+    if args.cuda:
+        torch.cuda.set_device(hvd.local_rank() % torch.cuda.device_count())
+        device = torch.device("cuda", torch.cuda.current_device())
     torch.manual_seed(args.seed)
     torch.set_num_threads(max(1, torch.get_num_threads() // hvd.local_size()))
 
@@ -72,8 +84,10 @@ def main():
     # Each rank takes every size()-th example, as DistributedSampler does.
     train_x, train_y = train_x[hvd.rank()::hvd.size()], train_y[hvd.rank()::hvd.size()]
     test_x, test_y = test_x[hvd.rank()::hvd.size()], test_y[hvd.rank()::hvd.size()]
+    train_x, train_y = train_x.to(device), train_y.to(device)
+    test_x, test_y = test_x.to(device), test_y.to(device)
 
-    model = Net()
+    model = Net().to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr * hvd.size(), momentum=0.9)
     hvd.broadcast_parameters(model.state_dict(), root_rank=0)
     hvd.broadcast_optimizer_state(optimizer, root_rank=0)
@@ -85,7 +99,7 @@ def main():
         start = time.time()
         model.train()
         g = torch.Generator().manual_seed(args.seed + epoch)
-        order = torch.randperm(len(train_x), generator=g)
+        order = torch.randperm(len(train_x), generator=g).to(device)
         total_loss, batches = 0.0, 0
         for i in range(0, len(order) - args.batch_size + 1, args.batch_size):
             idx = order[i:i + args.batch_size]
