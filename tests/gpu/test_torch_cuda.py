@@ -4,7 +4,8 @@ through pinned host memory, at -np 2 on one GPU). Every op x dtype on CUDA
 tensors gives what the same op gives on CPU tensors (the CPU transport, the
 reference), outputs on the input's device; ops ordered on a side stream;
 a CUDA model trained with DistributedOptimizer equals the same model
-trained on the CPU. Skips, saying why, without a CUDA device."""
+trained on the CPU; SyncBatchNorm on CUDA inputs equals it on CPU inputs.
+Skips, saying why, without a CUDA device."""
 import pytest
 import torch
 
@@ -132,4 +133,20 @@ def test_cuda_model_trains_like_the_cpu_reference():
     cuda_model.load_state_dict(cpu_model.state_dict())
     cuda_model.to(device())
     for a, b in zip(train(cuda_model, "cuda"), train(cpu_model, "cpu")):
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_sync_batch_norm_on_cuda_equals_cpu():
+    # The same SyncBatchNorm on CUDA and CPU inputs (each rank its own batch):
+    # outputs, input gradients and running statistics agree.
+    g = torch.Generator().manual_seed(77 + hvd.rank())
+    x = torch.randn(4, 3, 5, 5, generator=g)
+    results = []
+    for on in ("cuda", "cpu"):
+        bn = hvd.SyncBatchNorm(3).to(on)
+        xi = x.to(on).requires_grad_()
+        out = bn(xi)
+        (out * out).sum().backward()
+        results.append([t.detach().cpu() for t in (out, xi.grad, bn.running_mean, bn.running_var)])
+    for a, b in zip(*results):
         torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
