@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/engine/host_buffer_pool.h"
 
 namespace hvd::runtime::engine {
 
@@ -40,7 +41,7 @@ class DeviceOutput {
 struct OpOutput {
   // Engine-allocated output (allgather, alltoall, reducescatter): host
   // memory in `data`, or, for a device op, device memory in `device`.
-  std::unique_ptr<uint8_t[]> data;
+  HostBuffer data;
   std::unique_ptr<DeviceOutput> device;
   uint8_t* memory() const { return device ? device->data() : data.get(); }
   size_t bytes = 0;

@@ -9,7 +9,7 @@ namespace hvd::runtime::engine {
 
 common::Result<OpOutput> HostDataPlane::allocate(size_t bytes, std::vector<int64_t> shape) {
   OpOutput out;
-  out.data.reset(new uint8_t[bytes > 0 ? bytes : 1]);
+  out.data = take_host_buffer(bytes);
   out.bytes = bytes;
   out.shape = std::move(shape);
   return out;
