@@ -27,6 +27,12 @@ constexpr std::array kSettings = {
     SettingSpec{"gpu_staging_plugin", "HVD_GPU_STAGING_PLUGIN", "", SettingType::kString, "nccl",
                 "CUDA transport plugin whose device functions (copies, pinned memory) stage "
                 "CUDA tensors for HVD_GPU_TRANSPORT=gloo; it needs no communicator"},
+    SettingSpec{"hierarchical_allreduce", "HVD_HIERARCHICAL_ALLREDUCE",
+                "HOROVOD_HIERARCHICAL_ALLREDUCE", SettingType::kBool, "false",
+                "Device (CUDA) allreduce in three steps when a process set spans hosts of equal "
+                "rank counts: reduce-scatter within each host on the GPU transport, allreduce "
+                "across hosts on gloo through pinned host memory, allgather within each host; "
+                "else the flat GPU transport (docs/gpu.md)"},
     SettingSpec{"transport_plugins", "HVD_TRANSPORT_PLUGINS", "", SettingType::kOptionalText, "",
                 "Extra transport plugins, comma-separated NAME:DEVICE:LIBRARY entries (DEVICE "
                 "cpu or cuda; LIBRARY a path or a file name looked for beside libhvd.so); "

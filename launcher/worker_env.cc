@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "common/worker_env.h"
+#include "config/settings_table.h"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -65,6 +66,24 @@ void add_horovod_run_variables(Environment& out, const JobContext& job) {
   }
 }
 
+// A -x HOROVOD_* alias of a setting (-x HOROVOD_HIERARCHICAL_ALLREDUCE=1)
+// stands for its HVD_* name too, unless -x names that as well: hvdrun hands
+// every setting to the workers as HVD_*, which the runtime reads before the
+// alias, so hvdrun's own value would otherwise hide the user's.
+void add_alias_settings(Environment& out,
+                        const std::vector<std::pair<std::string, std::string>>& extra) {
+  for (const auto& spec : config::all_settings()) {
+    if (spec.horovod_env.empty()) continue;
+    const std::string* alias = nullptr;
+    bool named = false;
+    for (const auto& [name, value] : extra) {
+      if (name == spec.horovod_env) alias = &value;  // the last -x wins
+      named = named || name == spec.env;
+    }
+    if (alias != nullptr && !named) out[std::string(spec.env)] = *alias;
+  }
+}
+
 }  // namespace
 
 Environment worker_environment(const Environment& base, const Environment& settings,
@@ -74,6 +93,7 @@ Environment worker_environment(const Environment& base, const Environment& setti
   Environment out = base;
   for (const auto& [name, value] : settings) out[name] = value;
   for (const auto& [name, value] : extra) out[name] = value;
+  add_alias_settings(out, extra);
   // Like torchrun: several workers on one host each running a full OpenMP
   // pool oversubscribe the cores (and stall the engine threads), so unless
   // the user chose a value, each worker gets one OpenMP thread.

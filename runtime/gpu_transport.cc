@@ -1,8 +1,13 @@
 #include "runtime/gpu_transport.h"
 
+#include <functional>
+#include <optional>
 #include <utility>
 #include <vector>
 
+#include "runtime/gpu_hierarchical.h"
+#include "transports/hierarchical/device_hierarchical.h"
+#include "transports/hierarchical/factory.h"
 #include "transports/staging/staged_transport.h"
 
 namespace hvd::runtime {
@@ -22,20 +27,23 @@ bool is_cuda_transport(const std::vector<std::string>& cuda, const std::string& 
   return false;
 }
 
-// The device work of `plugin` for context.device, then transport `name`.
-// The device work first: it needs no peers, so a plugin without it fails
-// every rank alike before any of them connects.
+using TransportMade = common::Result<std::unique_ptr<transports::Transport>>;
+using TransportMaker = std::function<TransportMade(std::shared_ptr<transports::DeviceWork>)>;
+
+// The device work of `plugin` for context.device, then the transport that
+// `make` connects over it. The device work first: it needs no peers, so a
+// plugin without it fails every rank alike before any of them connects.
 common::Result<transports::DeviceLink> open_link(const transports::TransportRegistry& registry,
-                                                 const std::string& plugin, DeviceKind kind,
-                                                 const std::string& name,
+                                                 const std::string& plugin,
                                                  const transports::TransportContext& context,
-                                                 const std::string& prefix) {
+                                                 const std::string& prefix,
+                                                 const TransportMaker& make) {
   auto work = registry.open_device(plugin, context.device, context.timeout);
   if (!work.is_ok()) return work.status().with_context(prefix);
-  auto transport = registry.create(kind, name, context);
-  if (!transport.is_ok()) return transport.status().with_context(prefix);
   transports::DeviceLink link;
   link.work = std::shared_ptr<transports::DeviceWork>(std::move(work).value());
+  auto transport = make(link.work);
+  if (!transport.is_ok()) return transport.status().with_context(prefix);
   link.transport = std::move(transport).value();
   return link;
 }
@@ -44,7 +52,7 @@ common::Result<transports::DeviceLink> open_link(const transports::TransportRegi
 
 common::Result<GpuTransportChoice> GpuTransportChoice::parse(
     const std::string& setting, const transports::TransportRegistry& registry,
-    const std::string& staging_plugin) {
+    const std::string& staging_plugin, bool hierarchical) {
   std::vector<std::string> cuda = registry.names(DeviceKind::kCuda);
   std::string cuda_list;
   for (const auto& name : cuda) cuda_list += ", " + name;
@@ -54,7 +62,7 @@ common::Result<GpuTransportChoice> GpuTransportChoice::parse(
                                     "one of: " + cuda_list.substr(cuda_list.empty() ? 0 : 2));
   }
   if (setting == kAuto || setting == kStaged || is_cuda_transport(cuda, setting)) {
-    return GpuTransportChoice(setting, staging_plugin);
+    return GpuTransportChoice(setting, staging_plugin, hierarchical);
   }
   return common::invalid_argument("HVD_GPU_TRANSPORT (gpu_transport) '" + setting +
                                   "' is not a transport for CUDA tensors; choose one of: " +
@@ -71,11 +79,25 @@ common::Result<transports::DeviceLink> GpuTransportChoice::connect_staged(
                                        "functions of '" + staging_plugin_ +
                                        "' (HVD_GPU_STAGING_PLUGIN): " + here.reason);
   }
-  auto link = open_link(registry, staging_plugin_, DeviceKind::kCpu, kStaged, context, prefix);
-  if (!link.is_ok()) return link.status();
-  link->transport = std::make_unique<transports::staging::StagedTransport>(
-      std::move(link->transport), link->work);
-  return link;
+  return open_link(registry, staging_plugin_, context, prefix,
+                   [&](std::shared_ptr<transports::DeviceWork> work) -> TransportMade {
+    // Hierarchical: the CPU hierarchical transport (shm within each host,
+    // gloo across), staged like gloo.
+    std::optional<transports::Layout> layout;
+    if (hierarchical_) {
+      auto found = hierarchical_layout(
+          context, "staged through host memory to the CPU hierarchical transport",
+          "staged gloo");
+      if (!found.is_ok()) return found.status();
+      layout = std::move(found).value();
+    }
+    auto cpu = layout ? transports::hierarchical::create(context, *layout)
+                      : registry.create(DeviceKind::kCpu, kStaged, context);
+    if (!cpu.is_ok()) return cpu.status();
+    return std::unique_ptr<transports::Transport>(
+        std::make_unique<transports::staging::StagedTransport>(std::move(cpu).value(),
+                                                               std::move(work)));
+  });
 }
 
 common::Result<transports::DeviceLink> GpuTransportChoice::connect(
@@ -89,7 +111,18 @@ common::Result<transports::DeviceLink> GpuTransportChoice::connect(
     return common::failed_precondition(
         prefix + " cannot run here: " + (setting_ == kAuto ? name + ": " : "") + here.reason);
   }
-  return open_link(registry, name, DeviceKind::kCuda, name, context, prefix);
+  return open_link(registry, name, context, prefix,
+                   [&](std::shared_ptr<transports::DeviceWork> work) -> TransportMade {
+    auto flat = [&](const transports::TransportContext& world) {
+      return registry.create(DeviceKind::kCuda, name, world);
+    };
+    if (!hierarchical_) return flat(context);
+    auto layout = hierarchical_layout(context, name + " within each host, gloo across", name);
+    if (!layout.is_ok()) return layout.status();
+    if (!layout->has_value()) return flat(context);
+    return transports::hierarchical::create_device(context, **layout, flat, name,
+                                                   std::move(work));
+  });
 }
 
 }  // namespace hvd::runtime

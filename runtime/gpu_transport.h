@@ -15,6 +15,10 @@
 // Either way connect() also opens the device work for the op's device (the
 // engine's device fusion buffer, scaling and outputs): a CUDA plugin of ABI
 // version 1 has none, and device ops then fail saying so.
+// With the hierarchical_allreduce setting on, a set whose ranks span hosts
+// of equal rank counts gets a hierarchical transport (gpu_hierarchical.h):
+// the GPU transport within each host and gloo across hosts for allreduce;
+// staged (gloo), the CPU hierarchical transport (shm within hosts) is staged.
 #pragma once
 
 #include <memory>
@@ -31,9 +35,11 @@ class GpuTransportChoice {
   // tensors (unknown, or a CPU transport), listing the choices.
   // `staging_plugin` (gpu_staging_plugin): the CUDA transport whose device
   // work stages for `gloo`; kInvalidArgument when it is none.
+  // `hierarchical`: the hierarchical_allreduce setting.
   static common::Result<GpuTransportChoice> parse(const std::string& setting,
                                                   const transports::TransportRegistry& registry,
-                                                  const std::string& staging_plugin = "nccl");
+                                                  const std::string& staging_plugin = "nccl",
+                                                  bool hierarchical = false);
 
   // The transport and device work for one set's device ops (context.device:
   // the ordinal; context.timeout bounds the device's waits).
@@ -45,16 +51,19 @@ class GpuTransportChoice {
       const transports::TransportContext& context) const;
 
   const std::string& setting() const { return setting_; }
+  bool hierarchical() const { return hierarchical_; }
 
  private:
-  GpuTransportChoice(std::string setting, std::string staging_plugin)
-      : setting_(std::move(setting)), staging_plugin_(std::move(staging_plugin)) {}
+  GpuTransportChoice(std::string setting, std::string staging_plugin, bool hierarchical)
+      : setting_(std::move(setting)), staging_plugin_(std::move(staging_plugin)),
+        hierarchical_(hierarchical) {}
   common::Result<transports::DeviceLink> connect_staged(
       const transports::TransportRegistry& registry,
       const transports::TransportContext& context) const;
 
   std::string setting_;
   std::string staging_plugin_;
+  bool hierarchical_;
 };
 
 }  // namespace hvd::runtime

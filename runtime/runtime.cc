@@ -58,7 +58,8 @@ Result<std::unique_ptr<Runtime>> Runtime::init(const EnvLookup& lookup, int64_t 
   auto registry = make_registry(settings);
   if (!registry.is_ok()) return registry.status();
   auto gpu = GpuTransportChoice::parse(settings.get("gpu_transport"), registry.value(),
-                                       settings.get("gpu_staging_plugin"));
+                                       settings.get("gpu_staging_plugin"),
+                                       settings.get_bool("hierarchical_allreduce"));
   if (!gpu.is_ok()) return gpu.status();
   std::unique_ptr<Runtime> runtime(new Runtime(std::move(world).value(), std::move(settings),
                                                first_handle, std::move(registry).value(),
@@ -217,9 +218,10 @@ Status Runtime::start(int64_t generation) {
     HVD_RETURN_IF_ERROR(start_timeline(path));
   }
   spdlog::info("rank {} of {} (local {}/{}, cross {}/{}) ready, epoch {}, cpu transport {}, "
-               "gpu transport {} (at the first device op)",
+               "gpu transport {}{} (at the first device op)",
                world_.rank, world_.size, world_.local_rank, world_.local_size, world_.cross_rank,
-               world_.cross_size, epoch_, transport_name, gpu_.setting());
+               world_.cross_size, epoch_, transport_name, gpu_.setting(),
+               gpu_.hierarchical() ? " with hierarchical allreduce" : "");
   started_ = true;
   return Status::ok();
 }

@@ -18,11 +18,12 @@ PLUGIN = BUILD_DIR / "tests" / "plugins" / "libhvd_fake_cuda_plugin.so"
 PLUGIN_V1 = BUILD_DIR / "tests" / "plugins" / "libhvd_fake_cuda_v1_plugin.so"
 
 
-def job(hvdrun, np_, args, **env):
+def job(hvdrun, np_, args, hvdrun_args=(), **env):
     base = {"PYTHONPATH": PYTHON_DIR, "HVD_LIBRARY": str(BUILD_DIR / "lib" / "libhvd.so"),
             "PYTHONDONTWRITEBYTECODE": "1"}
     base.update(env)
-    return run([hvdrun, "-np", str(np_), sys.executable, WORKER, *args], timeout=120, env=base)
+    return run([hvdrun, "-np", str(np_), *hvdrun_args, sys.executable, WORKER, *args],
+               timeout=120, env=base)
 
 
 def test_device_ops_run_on_the_plugin_and_cpu_ops_do_not(hvdrun):
@@ -79,3 +80,54 @@ def test_a_bad_gpu_transport_fails_init_naming_it(hvdrun):
     out = r.stdout + r.stderr
     assert ("HVD_GPU_TRANSPORT (gpu_transport) 'bogus' is not a transport for CUDA tensors; "
             "choose one of: auto, gloo, nccl") in out, out
+
+
+# Hierarchical allreduce (HVD_HIERARCHICAL_ALLREDUCE; two "hosts" on this
+# machine: -H localhost:2,127.0.0.1:2). Each case turns the setting on its
+# own way: Horovod's name through -x (not hidden by hvdrun's own
+# HVD_HIERARCHICAL_ALLREDUCE), hvdrun's flag, the environment.
+HIER_LINE = ("device allreduce of this process set is hierarchical (2 hosts of 2 ranks): "
+             "fakecuda within each host, gloo across")
+
+
+@pytest.mark.parametrize("np_,hosts,turn_on,expect,why", [
+    (4, "localhost:2,127.0.0.1:2", "-x", "hier", None),
+    (3, "localhost:2,127.0.0.1:1", "--flag", "flat",
+     "its hosts have unequal numbers of ranks (2, 1)"),
+    (2, "localhost:2", "env", "flat", "every rank of the set is on one host"),
+])
+def test_hierarchical_allreduce_of_device_ops(hvdrun, np_, hosts, turn_on, expect, why):
+    args = ["-H", hosts, "--log-level", "info"]
+    env = {}
+    if turn_on == "-x":
+        args += ["-x", "HOROVOD_HIERARCHICAL_ALLREDUCE=1"]
+    elif turn_on == "--flag":
+        args += ["--hierarchical-allreduce"]
+    else:
+        env["HVD_HIERARCHICAL_ALLREDUCE"] = "1"
+    r = job(hvdrun, np_, ["hierarchical", str(PLUGIN), expect], hvdrun_args=args,
+            HVD_GPU_TRANSPORT="fakecuda", HVD_TRANSPORT_PLUGINS=f"fakecuda:cuda:{PLUGIN}", **env)
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    for rank in range(np_):
+        assert f"ok rank {rank}" in r.stdout, out
+    if expect == "hier":
+        assert HIER_LINE in out, out
+    else:
+        assert ("hierarchical allreduce is on (HVD_HIERARCHICAL_ALLREDUCE) but this process "
+                f"set's device ops use the flat transport (fakecuda): {why}") in out, out
+        assert out.count("but this process set's device ops use the flat") == 1, out  # once
+
+
+def test_hierarchical_allreduce_staged_reuses_the_cpu_hierarchical_transport(hvdrun):
+    r = job(hvdrun, 4, ["staged", str(PLUGIN)],
+            hvdrun_args=["-H", "localhost:2,127.0.0.1:2", "--log-level", "info",
+                         "--hierarchical-allreduce"],
+            HVD_GPU_TRANSPORT="gloo", HVD_GPU_STAGING_PLUGIN="fakecuda",
+            HVD_TRANSPORT_PLUGINS=f"fakecuda:cuda:{PLUGIN}")
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
+    for rank in range(4):
+        assert f"ok rank {rank}" in r.stdout, out
+    assert ("device allreduce of this process set is hierarchical (2 hosts of 2 ranks): staged "
+            "through host memory to the CPU hierarchical transport") in out, out

@@ -8,38 +8,57 @@
 
 namespace hvd::transports::hierarchical {
 
-namespace {
+std::string host_sizes(const Layout& layout) {
+  std::string counts;
+  for (const auto& host : layout.hosts) {
+    counts += (counts.empty() ? "" : ", ") + std::to_string(host.size());
+  }
+  return counts;
+}
 
-TransportContext part(const TransportContext& context, int rank, int size, std::string prefix) {
+Status check_homogeneous(const Layout& layout) {
+  if (layout.homogeneous) return Status::ok();
+  return common::failed_precondition(
+      "hierarchical collectives need the same number of ranks on every host; the hosts have " +
+      host_sizes(layout));
+}
+
+TransportContext sub_world(const TransportContext& context, const Layout& layout, World world) {
   TransportContext out = context;
-  out.rank = rank;
-  out.size = size;
-  out.key_prefix = context.key_prefix + "h/" + prefix + "/";
+  switch (world) {
+    case World::kLocal:
+      out.rank = layout.local_rank;
+      out.size = layout.local_size;
+      out.local_size = layout.local_size;
+      out.local_rank = layout.local_rank;
+      out.cross_rank = 0;
+      out.cross_size = 1;
+      out.key_prefix += "h/local" + std::to_string(layout.cross_rank) + "/";
+      break;
+    case World::kCross:
+      out.rank = layout.cross_rank;
+      out.size = layout.cross_size;
+      out.key_prefix += "h/cross" + std::to_string(layout.local_rank) + "/";
+      break;
+    case World::kFlat:
+      out.local_rank = layout.local_rank;
+      out.local_size = layout.local_size;
+      out.cross_rank = layout.cross_rank;
+      out.cross_size = layout.cross_size;
+      out.key_prefix += "h/flat/";
+      break;
+  }
   return out;
 }
 
-}  // namespace
-
 Result<std::unique_ptr<Transport>> create(const TransportContext& context, const Layout& layout) {
-  if (!layout.homogeneous) {
-    std::string counts;
-    for (const auto& host : layout.hosts) {
-      counts += (counts.empty() ? "" : ", ") + std::to_string(host.size());
-    }
-    return common::failed_precondition(
-        "hierarchical collectives need the same number of ranks on every host; the hosts have " +
-        counts);
-  }
+  HVD_RETURN_IF_ERROR(check_homogeneous(layout));
   // Every rank connects the three worlds in the same order.
-  TransportContext local = part(context, layout.local_rank, layout.local_size,
-                                "local" + std::to_string(layout.cross_rank));
-  local.local_size = layout.local_size;
-  auto local_transport = shm::create(local);
+  auto local_transport = shm::create(sub_world(context, layout, World::kLocal));
   if (!local_transport.is_ok()) return local_transport.status();
-  auto cross = gloo::create(part(context, layout.cross_rank, layout.cross_size,
-                                 "cross" + std::to_string(layout.local_rank)));
+  auto cross = gloo::create(sub_world(context, layout, World::kCross));
   if (!cross.is_ok()) return cross.status();
-  auto flat = gloo::create(part(context, context.rank, context.size, "flat"));
+  auto flat = gloo::create(sub_world(context, layout, World::kFlat));
   if (!flat.is_ok()) return flat.status();
   return std::unique_ptr<Transport>(std::make_unique<HierarchicalTransport>(
       std::move(local_transport).value(), std::move(cross).value(), std::move(flat).value()));

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
 #include "transports/layout.h"
 #include "transports/registry.h"
@@ -12,6 +13,18 @@
 namespace hvd::transports::hierarchical {
 
 inline constexpr char kName[] = "hierarchical";
+
+// The hosts' rank counts in cross-rank order, "2, 1" (for messages).
+std::string host_sizes(const Layout& layout);
+// kFailedPrecondition, naming the counts, when the hosts do not all have the
+// same number of ranks.
+Status check_homogeneous(const Layout& layout);
+
+// The three worlds of a hierarchical transport, each under a key prefix of
+// its own below context.key_prefix ("h/local<cross rank>/",
+// "h/cross<local rank>/", "h/flat/").
+enum class World { kLocal, kCross, kFlat };
+TransportContext sub_world(const TransportContext& context, const Layout& layout, World world);
 
 // kFailedPrecondition when the hosts do not all have the same number of ranks.
 Result<std::unique_ptr<Transport>> create(const TransportContext& context, const Layout& layout);

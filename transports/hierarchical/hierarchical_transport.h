@@ -5,23 +5,37 @@
 // ranks of each host (shm) — so each byte crosses the network once per host
 // instead of once per rank. The other ops run on a flat gloo world of every
 // rank. Needs the same number of ranks on every host (factory.h checks).
+//
+// The same three steps serve device (CUDA) buffers (device_hierarchical.h):
+// local and flat are then device transports, cross a CPU transport staged
+// through pinned host memory (staging/), and this rank's slice lives in
+// device memory from the device work. set_stream() reaches every part that
+// takes a stream.
 #pragma once
 
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
 
+#include "transports/device_work.h"
 #include "transports/transport.h"
 
 namespace hvd::transports::hierarchical {
 
-class HierarchicalTransport final : public Transport {
+class HierarchicalTransport final : public Transport, public StreamedTransport {
  public:
   // local: this host's ranks; cross: this local rank's peers on the other
-  // hosts (by host); flat: every rank of the world.
+  // hosts (by host); flat: every rank of the world. `device` null: buffers
+  // are host memory; else they are its device's memory, and so is the slice.
   HierarchicalTransport(std::unique_ptr<Transport> local, std::unique_ptr<Transport> cross,
-                        std::unique_ptr<Transport> flat);
+                        std::unique_ptr<Transport> flat,
+                        std::shared_ptr<DeviceWork> device = nullptr,
+                        std::string name = "hierarchical");
+  ~HierarchicalTransport() override;
+  HierarchicalTransport(const HierarchicalTransport&) = delete;
+  HierarchicalTransport& operator=(const HierarchicalTransport&) = delete;
 
   std::string_view name() const override;
   int rank() const override { return flat_->rank(); }
@@ -36,6 +50,7 @@ class HierarchicalTransport final : public Transport {
                        DataType type, ReduceOp op) override;
   Status barrier() override;
   void abort(Status reason) override;
+  void set_stream(void* stream) override;
   // The local (shm) transport's: the allreduce's host steps run there.
   std::vector<Tunable> tunables() const override { return local_->tunables(); }
   Status set_tunable(std::string_view tunable, int64_t value) override {
@@ -46,11 +61,17 @@ class HierarchicalTransport final : public Transport {
   // The first failure sticks: later calls return it.
   Status checked(const char* op, Status s);
   Status failure() const;
+  // At least `bytes` for this rank's slice: host memory, or device memory.
+  common::Result<void*> slice(size_t bytes);
 
   std::unique_ptr<Transport> local_;
   std::unique_ptr<Transport> cross_;
   std::unique_ptr<Transport> flat_;
-  std::vector<std::byte> slice_;  // this rank's part of an allreduce
+  std::shared_ptr<DeviceWork> device_;
+  const std::string name_;
+  std::vector<std::byte> host_slice_;  // this rank's part of an allreduce (host buffers)
+  void* device_slice_ = nullptr;       // the same for device buffers
+  size_t device_capacity_ = 0;
   mutable std::mutex mutex_;
   Status failure_;
   bool aborted_ = false;

@@ -11,6 +11,13 @@ CPU ops beside them, in one process.
     gpu_routing_worker.py staged PLUGIN_LIBRARY   HVD_GPU_TRANSPORT=gloo with
         fakecuda as the staging plugin: every op right, run on the CPU
         transport (no plugin collective), staged through the plugin's copies.
+    gpu_routing_worker.py hierarchical PLUGIN_LIBRARY hier|flat
+        HVD_HIERARCHICAL_ALLREDUCE on, fakecuda the GPU transport: device
+        allreduces (sum and average, float32 and int32, counts uneven across
+        the host's ranks, a fused group) give the right results; "hier": they
+        ran as the plugin's reduce-scatter and allgather (no plugin
+        allreduce) over two plugin worlds, the other ops on the flat one;
+        "flat": as plain plugin allreduces on one world.
     gpu_routing_worker.py v1                      a CUDA plugin of ABI version
         1: device ops fail saying it has no device functions; CPU ops work.
     gpu_routing_worker.py refused                 the GPU transport cannot run
@@ -28,7 +35,7 @@ from hvd import _lib
 from hvd._lib import C, make_op
 
 WAIT_S = 60.0
-TYPES = {np.float32: C.FLOAT32, np.int64: C.INT64, np.float64: C.FLOAT64}
+TYPES = {np.float32: C.FLOAT32, np.int64: C.INT64, np.float64: C.FLOAT64, np.int32: C.INT32}
 
 
 def enqueue(op):
@@ -176,6 +183,75 @@ def staged(rank, size, library):
     assert dev("copy") >= 16, dev("copy")
     assert dev("synchronize") >= 16, dev("synchronize")
     cpu_allreduce(rank, size, "cpu.after")
+    return fake
+
+
+def hierarchical_allreduces(rank, size):
+    """Device allreduces whose counts do not divide among a host's ranks;
+    returns how many allreduce batches ran."""
+    batches = 0
+    for n in (1, 7, 1001):
+        a = np.arange(n, dtype=np.float32) + rank
+        h, code, message = run(C.OPTYPE_ALLREDUCE, a, f"hier.sum.f32.{n}", rank,
+                               reduce_op=C.OP_SUM)
+        assert code == C.OK, message
+        release(h)
+        want = size * np.arange(n, dtype=np.float32) + size * (size - 1) / 2
+        assert np.array_equal(a, want), (n, a[:8], want[:8])
+        b = np.full(n, 2 * (rank + 1), dtype=np.int32)  # sums to size * (size + 1)
+        h, code, message = run(C.OPTYPE_ALLREDUCE, b, f"hier.avg.i32.{n}", rank,
+                               reduce_op=C.OP_AVERAGE)
+        assert code == C.OK, message
+        release(h)
+        assert (b == size + 1).all(), (n, b[:8])
+        c = np.full(n, rank + 1, dtype=np.int32)
+        h, code, message = run(C.OPTYPE_ALLREDUCE, c, f"hier.sum.i32.{n}", rank,
+                               reduce_op=C.OP_SUM)
+        assert code == C.OK, message
+        release(h)
+        assert (c == size * (size + 1) // 2).all(), (n, c[:8])
+        d = np.arange(n, dtype=np.float32) * (rank + 1)
+        h, code, message = run(C.OPTYPE_ALLREDUCE, d, f"hier.avg.f32.{n}", rank,
+                               reduce_op=C.OP_AVERAGE, prescale_factor=2.0,
+                               postscale_factor=0.5)
+        assert code == C.OK, message
+        release(h)
+        assert np.allclose(d, np.arange(n) * (size + 1) / 2.0), (n, d[:8])
+        batches += 4
+    x = np.full(3, rank + 1, dtype=np.float32)
+    y = np.full(2, 10 * (rank + 1), dtype=np.float32)
+    group(rank, [(x, "hier.g.x"), (y, "hier.g.y")], reduce_op=C.OP_AVERAGE,
+          prescale_factor=2.0, postscale_factor=3.0)
+    mean = (size + 1) / 2.0
+    assert np.allclose(x, 6 * mean) and np.allclose(y, 60 * mean), (x, y)
+    return batches + 1
+
+
+def hierarchical(rank, size, library, expect):
+    cpu_allreduce(rank, size, "cpu.before")
+    batches = hierarchical_allreduces(rank, size)
+    fake = fake_of(library)
+    calls = lambda op: fake.fakecuda_calls(op.encode())  # noqa: E731
+    if expect == "hier":
+        # (a) and (c) on the plugin's world of this host, every other op on
+        # its world of every rank; (b) on gloo, so no plugin allreduce.
+        assert calls("create") == 2, calls("create")
+        assert calls("allreduce") == 0, calls("allreduce")
+        assert calls("reducescatter") == batches, (calls("reducescatter"), batches)
+        assert calls("allgatherv") == batches, (calls("allgatherv"), batches)
+    else:
+        assert calls("create") == 1, calls("create")
+        assert calls("allreduce") == batches, (calls("allreduce"), batches)
+        assert calls("reducescatter") == 0, calls("reducescatter")
+    d = np.full(4, rank, dtype=np.int64)
+    h, code, message = run(C.OPTYPE_BROADCAST, d, "hier.bcast", rank, root_rank=size - 1)
+    assert code == C.OK, message
+    release(h)
+    assert (d == size - 1).all(), d
+    assert calls("broadcast") == 1, calls("broadcast")
+    every_op(rank, size, "hier.every")
+    cpu_allreduce(rank, size, "cpu.after")
+    print(f"hierarchical {expect}: {batches} allreduce batches checked", flush=True)
     return fake
 
 
@@ -327,6 +403,8 @@ def main():
     fake = None
     if sys.argv[1] == "routed":
         fake = routed(rank, size, sys.argv[2])
+    elif sys.argv[1] == "hierarchical":
+        fake = hierarchical(rank, size, sys.argv[2], sys.argv[3])
     elif sys.argv[1] == "staged":
         fake = staged(rank, size, sys.argv[2])
     elif sys.argv[1] == "v1":

@@ -41,6 +41,22 @@ TEST_CASE("worker environment layers: base < settings < -x < contract") {
   CHECK_THAT(shown, !Catch::Contains("PATH="));
 }
 
+TEST_CASE("a -x HOROVOD_ alias of a setting is not hidden by hvdrun's HVD_ value") {
+  Environment settings = {{"HVD_HIERARCHICAL_ALLREDUCE", "false"}, {"HVD_AUTOTUNE", "false"},
+                          {"HVD_FUSION_THRESHOLD", "67108864"}};
+  std::vector<std::pair<std::string, std::string>> extra = {
+      {"HOROVOD_HIERARCHICAL_ALLREDUCE", "1"},
+      {"HOROVOD_AUTOTUNE", "1"}, {"HVD_AUTOTUNE", "0"},  // -x names both: HVD_ wins, as in workers
+      {"HOROVOD_FUSION_THRESHOLD", "1024"}, {"HOROVOD_FUSION_THRESHOLD", "2048"}};
+  RankSlot slot{0, "a", 0, 1, 0, 1};
+  JobContext job{"job-1", "t", "10.0.0.1:5000", "10.0.0.3", 1, {}};
+  Environment env = worker_environment({}, settings, extra, slot, job);
+  CHECK(env.at("HVD_HIERARCHICAL_ALLREDUCE") == "1");
+  CHECK(env.at("HOROVOD_HIERARCHICAL_ALLREDUCE") == "1");
+  CHECK(env.at("HVD_AUTOTUNE") == "0");
+  CHECK(env.at("HVD_FUSION_THRESHOLD") == "2048");  // the last -x
+}
+
 TEST_CASE("current_environment reads environ") {
   REQUIRE(setenv("HVD_LAUNCHER_TEST_VAR", "a=b", 1) == 0);
   Environment env = current_environment();
