@@ -53,9 +53,9 @@ class Collectives {
                            std::span<const int64_t> recv_counts);
   common::Status barrier();
 
-  // Decides, with every rank, whether large alltoallv and allgatherv read
-  // peers' buffers by cross-memory attach (cross_memory.h). Once, right
-  // after every rank attached; before, and when it fails, they do not.
+  // Decides, with every rank, whether large alltoallv reads peers' buffers
+  // by cross-memory attach (cross_memory.h). Once, right after every rank
+  // attached; before, and when it fails, it does not.
   common::Status agree_on_cross_memory();
   const CrossMemory& cross_memory() const { return cross_; }
 

@@ -32,53 +32,31 @@ size_t piece(int64_t count, size_t start, size_t limit) {
 
 }  // namespace
 
-// A rank's bytes of at least kCrossMemoryMinBytes cross by CMA, when the
-// ranks agreed on it: in the first round it offers its buffer's address and
-// each peer reads the whole of it from there; the rest go through the
-// staging rounds. Before returning, when any rank's buffer was offered,
-// every rank waits until every rank consumed the first round (nobody reads
-// it any more; and none closes while another still waits for that).
 common::Status Collectives::allgatherv(const std::byte* in, std::byte* out,
                                        std::span<const int64_t> counts) {
   std::vector<size_t> offsets = offsets_of(counts);
-  size_t largest = 0;
-  bool any_across = false;
-  for (int64_t count : counts) {
-    any_across = any_across || crosses(count);
-    if (!crosses(count)) largest = std::max(largest, static_cast<size_t>(count));
-  }
+  size_t largest = static_cast<size_t>(*std::max_element(counts.begin(), counts.end()));
   size_t chunk = chunk_bytes_;
   auto me = static_cast<size_t>(rank_);
-  bool lent = crosses(counts[me]);
-  size_t rounds = std::max<size_t>(any_across ? 1 : 0, (largest + chunk - 1) / chunk);
-  Round first{};
-  for (size_t r = 0; r < rounds; ++r) {
-    size_t start = r * chunk;
+  for (size_t start = 0; start < largest; start += chunk) {
     Round round = next_round();
-    if (r == 0) first = round;
-    size_t mine = lent ? 0 : piece(counts[me], start, chunk);
-    if (mine > 0 || (lent && r == 0)) HVD_RETURN_IF_ERROR(await_free(round));
-    copy_bytes(segment_.staging(rank_, round.half), in + start, mine);
-    if (lent && r == 0) offer_source(round, in);
+    size_t mine = piece(counts[me], start, chunk);
+    if (mine > 0) {
+      HVD_RETURN_IF_ERROR(await_free(round));
+      copy_bytes(segment_.staging(rank_, round.half), in + start, mine);
+    }
     waiter_.publish(Counter::kPosted, round.done());
-    copy_bytes(out + offsets[me] + start, in + start,
-               lent ? (r == 0 ? static_cast<size_t>(counts[me]) : 0) : mine);
+    copy_bytes(out + offsets[me] + start, in + start, mine);
     for (int k = 1; k < size_; ++k) {
       int peer = (rank_ + k) % size_;
-      auto p = static_cast<size_t>(peer);
-      bool direct = crosses(counts[p]);
-      size_t theirs = direct ? (r == 0 ? static_cast<size_t>(counts[p]) : 0) : piece(counts[p], start, chunk);
+      size_t theirs = piece(counts[static_cast<size_t>(peer)], start, chunk);
       if (theirs == 0) continue;
       HVD_RETURN_IF_ERROR(waiter_.await(Counter::kPosted, peer, round.done()));
-      if (direct) {
-        HVD_RETURN_IF_ERROR(read_across(peer, source_of(peer, round), out + offsets[p], theirs));
-      } else {
-        copy_bytes(out + offsets[p] + start, segment_.staging(peer, round.half), theirs);
-      }
+      copy_bytes(out + offsets[static_cast<size_t>(peer)] + start, segment_.staging(peer, round.half),
+                 theirs);
     }
     waiter_.publish(Counter::kConsumed, round.done());
   }
-  if (any_across) return waiter_.await_all(Counter::kConsumed, first.done());
   return common::Status::ok();
 }
 
@@ -107,8 +85,10 @@ common::Status Collectives::broadcast(std::byte* data, size_t bytes, int root) {
 // agreed on it (sender and receiver both know the count): in the first
 // round the sender offers its buffer's address and its send offsets (in its
 // result area), the receiver reads its part from there. Whether any rank
-// offered its buffer travels in the meta word too (kLentFlag); then, as in
-// allgatherv, every rank waits until every rank consumed the first round.
+// offered its buffer travels in the meta word too (kLentFlag); then every
+// rank waits until every rank consumed the first round before returning
+// (nobody reads an offered buffer any more; and none closes while another
+// still waits for that).
 common::Status Collectives::alltoallv(const std::byte* in, std::span<const int64_t> send_counts,
                                       std::byte* out, std::span<const int64_t> recv_counts) {
   size_t quota = share();
@@ -148,12 +128,15 @@ common::Status Collectives::alltoallv(const std::byte* in, std::span<const int64
       int peer = (rank_ + k) % size_;
       auto p = static_cast<size_t>(peer);
       bool direct = crosses(recv_counts[p]);
-      if (direct && r > 0) continue;
+      // Awaited in every round all the same: a rank that returns has seen
+      // every peer post the last round, so none waits for what a closed
+      // rank would never post.
       HVD_RETURN_IF_ERROR(waiter_.await(Counter::kPosted, peer, round.done()));
       uint64_t theirs =
           std::atomic_ref<uint64_t>(segment_.slot(peer).meta[round.half]).load(std::memory_order_relaxed);
       any_lent = any_lent || (theirs & kLentFlag) != 0;
       rounds = std::max(rounds, theirs & ~kLentFlag);
+      if (direct && r > 0) continue;
       if (direct) {
         size_t offset = 0;
         std::memcpy(&offset, segment_.result(peer, round.half) + me * sizeof(size_t), sizeof offset);

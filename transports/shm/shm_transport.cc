@@ -58,7 +58,7 @@ Result<std::unique_ptr<Transport>> ShmTransport::connect(const TransportContext&
   }
   const CrossMemory& cross = transport->collectives_.cross_memory();
   if (ctx.size > 1 && cross.enabled()) {
-    spdlog::debug("shm transport: {} reads its peers' memory directly (process_vm_readv) from {} KiB",
+    spdlog::debug("shm transport: {} reads its peers' alltoallv bytes directly (process_vm_readv) from {} KiB",
                   where(ctx.rank, ctx.size), kCrossMemoryMinBytes >> 10);
   } else if (ctx.size > 1) {
     spdlog::debug("shm transport: {} stages all data, no cross-memory attach: {}", where(ctx.rank, ctx.size),

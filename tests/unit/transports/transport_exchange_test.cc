@@ -101,8 +101,9 @@ TEST_CASE("alltoallv: uneven counts, some zero", "[transport]") {
 }
 
 // Counts from zero to past shm's cross-memory threshold (256 KiB), uneven,
-// so that large sends cross by CMA where a transport has it and the rest
-// take the staging rounds in the same call; twice, back to back.
+// so that large alltoallv sends cross by CMA where a transport has it and
+// the rest take the staging rounds in the same call; twice, back to back
+// (allgatherv, staged on shm, at the same counts).
 TEST_CASE("alltoallv and allgatherv: large uneven counts", "[transport]") {
   RankOptions options = every_transport_and_size();
   CAPTURE(options.transport, options.size);
