@@ -30,6 +30,7 @@
 
 #include "common/status.h"
 #include "transports/reduce_functions.h"
+#include "transports/shm/cross_memory.h"
 #include "transports/shm/segment.h"
 #include "transports/shm/waiter.h"
 
@@ -52,6 +53,12 @@ class Collectives {
                            std::span<const int64_t> recv_counts);
   common::Status barrier();
 
+  // Decides, with every rank, whether large alltoallv reads peers' buffers
+  // by cross-memory attach (cross_memory.h). Once, right after every rank
+  // attached; before, and when it fails, it does not.
+  common::Status agree_on_cross_memory();
+  const CrossMemory& cross_memory() const { return cross_; }
+
   // Bytes per round of allreduce, allgatherv and broadcast (and, split by
   // rank, of reducescatter and alltoallv): the staging size by default, at
   // most that. The same on every rank, changed between collectives only.
@@ -70,6 +77,15 @@ class Collectives {
   // The bytes every rank puts in the region of each rank per round (a
   // multiple of every element size).
   size_t share() const;
+  // Reads `bytes` at `address` in `peer`'s memory into `dst` by CMA; a
+  // failure names the peer (gone, or the errno).
+  // Whether `count` bytes from one rank to another cross by CMA.
+  bool crosses(int64_t count) const;
+  // Offers `source` for peers to read by CMA in `round`; the address a
+  // peer offered.
+  void offer_source(const Round& round, const std::byte* source);
+  uint64_t source_of(int peer, const Round& round) const;
+  common::Status read_across(int peer, uint64_t address, std::byte* dst, size_t bytes);
   common::Status allreduce_one_shot(std::byte* data, size_t bytes, size_t element, ReduceFunction fn,
                                     bool logical);
 
@@ -80,6 +96,7 @@ class Collectives {
   uint64_t rounds_ = 0;
   size_t chunk_bytes_;
   std::vector<const std::byte*> sources_;  // one per rank, for reduce_sources
+  CrossMemory cross_;
 };
 
 // memcpy that accepts null pointers when there is nothing to copy.

@@ -2,6 +2,7 @@
 // without arithmetic (see collectives.h for the rounds).
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 
 #include "transports/shm/collectives.h"
 
@@ -19,6 +20,9 @@ std::vector<size_t> offsets_of(std::span<const int64_t> counts) {
   }
   return offsets;
 }
+
+// In an alltoallv's meta word: this rank offered its buffer for CMA.
+constexpr uint64_t kLentFlag = uint64_t{1} << 63;
 
 // Bytes [start, start + limit) of `count`, clipped.
 size_t piece(int64_t count, size_t start, size_t limit) {
@@ -76,42 +80,76 @@ common::Status Collectives::broadcast(std::byte* data, size_t bytes, int root) {
 
 // A rank knows only its own counts, so the number of rounds travels with
 // the data: every rank offers, in its slot's meta word, how many rounds its
-// largest send needs; all run until the largest of those (at least one).
+// largest staged send needs; all run until the largest of those (at least
+// one). Sends of at least kCrossMemoryMinBytes cross by CMA when the ranks
+// agreed on it (sender and receiver both know the count): in the first
+// round the sender offers its buffer's address and its send offsets (in its
+// result area), the receiver reads its part from there. Whether any rank
+// offered its buffer travels in the meta word too (kLentFlag); then every
+// rank waits until every rank consumed the first round before returning
+// (nobody reads an offered buffer any more; and none closes while another
+// still waits for that).
 common::Status Collectives::alltoallv(const std::byte* in, std::span<const int64_t> send_counts,
                                       std::byte* out, std::span<const int64_t> recv_counts) {
   size_t quota = share();
   std::vector<size_t> send_offsets = offsets_of(send_counts);
   std::vector<size_t> recv_offsets = offsets_of(recv_counts);
-  auto largest = static_cast<size_t>(*std::max_element(send_counts.begin(), send_counts.end()));
-  uint64_t mine = std::max<uint64_t>(1, (largest + quota - 1) / quota);
   auto me = static_cast<size_t>(rank_);
+  size_t largest = 0;
+  bool lent = false;
+  for (size_t p = 0; p < send_counts.size(); ++p) {
+    if (p == me) continue;
+    lent = lent || crosses(send_counts[p]);
+    if (!crosses(send_counts[p])) largest = std::max(largest, static_cast<size_t>(send_counts[p]));
+  }
+  uint64_t mine = std::max<uint64_t>(1, (largest + quota - 1) / quota);
   uint64_t rounds = mine;
+  bool any_lent = lent;
+  Round first{};
   for (uint64_t r = 0; r < rounds; ++r) {
     size_t start = r * quota;
     Round round = next_round();
+    if (r == 0) first = round;
     HVD_RETURN_IF_ERROR(await_free(round));
-    std::atomic_ref<uint64_t>(segment_.slot(rank_).meta[round.half]).store(mine, std::memory_order_relaxed);
+    std::atomic_ref<uint64_t>(segment_.slot(rank_).meta[round.half])
+        .store(mine | (lent ? kLentFlag : 0), std::memory_order_relaxed);
     std::byte* staging = segment_.staging(rank_, round.half);
-    for (int peer = 0; peer < size_; ++peer) {
-      auto p = static_cast<size_t>(peer);
-      if (peer == rank_) continue;
+    for (size_t p = 0; p < send_counts.size(); ++p) {
+      if (p == me || crosses(send_counts[p])) continue;
       copy_bytes(staging + p * quota, in + send_offsets[p] + start, piece(send_counts[p], start, quota));
     }
+    if (lent && r == 0) {
+      offer_source(round, in);
+      std::memcpy(segment_.result(rank_, round.half), send_offsets.data(), send_offsets.size() * sizeof(size_t));
+    }
     waiter_.publish(Counter::kPosted, round.done());
-    copy_bytes(out + recv_offsets[me] + start, in + send_offsets[me] + start,
-               piece(send_counts[me], start, quota));
+    if (r == 0) copy_bytes(out + recv_offsets[me], in + send_offsets[me], static_cast<size_t>(send_counts[me]));
     for (int k = 1; k < size_; ++k) {
       int peer = (rank_ + k) % size_;
       auto p = static_cast<size_t>(peer);
+      bool direct = crosses(recv_counts[p]);
+      // Awaited in every round all the same: a rank that returns has seen
+      // every peer post the last round, so none waits for what a closed
+      // rank would never post.
       HVD_RETURN_IF_ERROR(waiter_.await(Counter::kPosted, peer, round.done()));
       uint64_t theirs =
           std::atomic_ref<uint64_t>(segment_.slot(peer).meta[round.half]).load(std::memory_order_relaxed);
-      rounds = std::max(rounds, theirs);
-      copy_bytes(out + recv_offsets[p] + start, segment_.staging(peer, round.half) + me * quota,
-                 piece(recv_counts[p], start, quota));
+      any_lent = any_lent || (theirs & kLentFlag) != 0;
+      rounds = std::max(rounds, theirs & ~kLentFlag);
+      if (direct && r > 0) continue;
+      if (direct) {
+        size_t offset = 0;
+        std::memcpy(&offset, segment_.result(peer, round.half) + me * sizeof(size_t), sizeof offset);
+        HVD_RETURN_IF_ERROR(read_across(peer, source_of(peer, round) + offset, out + recv_offsets[p],
+                                        static_cast<size_t>(recv_counts[p])));
+      } else {
+        copy_bytes(out + recv_offsets[p] + start, segment_.staging(peer, round.half) + me * quota,
+                   piece(recv_counts[p], start, quota));
+      }
     }
     waiter_.publish(Counter::kConsumed, round.done());
   }
+  if (any_lent) return waiter_.await_all(Counter::kConsumed, first.done());
   return common::Status::ok();
 }
 

@@ -8,6 +8,7 @@
 //                                 between them): staging (what this rank
 //                                 offers its peers) then result (the slice
 //                                 it reduced, in an allreduce)
+// A layout change bumps kSegmentVersion (attach refuses another version).
 // Every shared word is read and written through std::atomic_ref. The
 // creator zero-fills the segment (ftruncate) and writes the header; `magic`
 // last, so an attacher that sees it sees the rest.
@@ -22,7 +23,7 @@
 namespace hvd::transports::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x316d68732d647668;  // "hvd-shm1", little-endian
-inline constexpr uint32_t kSegmentVersion = 1;
+inline constexpr uint32_t kSegmentVersion = 2;
 
 struct alignas(64) SegmentHeader {
   uint64_t magic;
@@ -50,7 +51,16 @@ struct alignas(64) RankSlot {
   alignas(64) uint64_t reduced;   // this rank's reduced slice of the round is in its result area
   alignas(64) uint64_t consumed;  // this rank read everything it needed from the round
   alignas(64) uint64_t meta[2];   // per half: a small value offered with the data (alltoallv rounds)
+  // Cross-memory attach (cross_memory.h): the address of this rank's probe
+  // word and the value in it, this rank's verdict on reading its peers
+  // (CrossVerdict), and per half the address of the buffer peers read
+  // straight from this rank's memory.
+  alignas(64) uint64_t cross_probe;
+  uint64_t cross_probe_value;
+  uint32_t cross_verdict;
+  uint64_t cross_source[2];
 };
+static_assert(sizeof(RankSlot) == 6 * 64, "RankSlot: a layout change needs a kSegmentVersion bump");
 
 class Segment {
  public:

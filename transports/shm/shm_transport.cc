@@ -49,8 +49,22 @@ Result<std::unique_ptr<Transport>> ShmTransport::connect(const TransportContext&
   if (!segment.is_ok()) return segment.status();
   spdlog::debug("shm transport: {} attached (key prefix '{}', {} MiB segment)", where(ctx.rank, ctx.size),
                 ctx.key_prefix, segment.value().header().total_bytes >> 20);
-  return std::unique_ptr<Transport>(
+  std::unique_ptr<ShmTransport> transport(
       new ShmTransport(ctx.rank, ctx.size, ctx.timeout, std::move(segment).value()));
+  Status agreed = transport->collectives_.agree_on_cross_memory();
+  if (!agreed.is_ok()) {
+    return transport->fail(agreed.with_context("shm transport: " + where(ctx.rank, ctx.size) +
+                                               " agreeing on cross-memory attach"));
+  }
+  const CrossMemory& cross = transport->collectives_.cross_memory();
+  if (ctx.size > 1 && cross.enabled()) {
+    spdlog::debug("shm transport: {} reads its peers' alltoallv bytes directly (process_vm_readv) from {} KiB",
+                  where(ctx.rank, ctx.size), kCrossMemoryMinBytes >> 10);
+  } else if (ctx.size > 1) {
+    spdlog::debug("shm transport: {} stages all data, no cross-memory attach: {}", where(ctx.rank, ctx.size),
+                  cross.why());
+  }
+  return std::unique_ptr<Transport>(std::move(transport));
 }
 
 std::string_view ShmTransport::name() const { return kName; }
@@ -78,7 +92,10 @@ Status ShmTransport::run(std::string_view op, Body&& body) {
   HVD_RETURN_IF_ERROR(failure());
   Status s = body();
   if (s.is_ok()) return s;
-  if (waiter_.interrupted()) return failure();  // the abort's Status
+  if (waiter_.interrupted()) {
+    waiter_.leave();  // (abort() does too) before the caller may free what peers read by CMA
+    return failure();  // the abort's Status
+  }
   return fail(Status(s.code(), "shm " + std::string(op) + " failed on " + where(rank_, size_) + ": " +
                                    s.message()));
 }

@@ -55,6 +55,8 @@ class ShmTransport final : public Transport {
   void abort(Status reason) override;
   std::vector<Tunable> tunables() const override;
   Status set_tunable(std::string_view tunable, int64_t value) override;
+  // Whether this world reads peers' memory directly (cross_memory.h).
+  const CrossMemory& cross_memory() const { return collectives_.cross_memory(); }
 
  private:
   ShmTransport(int rank, int size, std::chrono::milliseconds timeout, Segment segment);

@@ -102,6 +102,15 @@ common::Status Waiter::sleep_until(Counter counter, int peer, uint64_t target) {
   }
 }
 
+common::Status Waiter::peer_failure(int peer, const std::string& what) {
+  if (common::Status gone = peers_.check(peer); !gone.is_ok()) {
+    blamed_.store(peers_.culprit(peer));
+    return gone;
+  }
+  blamed_.store(peer);
+  return common::unavailable(what + " " + peers_.describe(peer));
+}
+
 void Waiter::interrupt() {
   interrupted_.store(true, std::memory_order_seq_cst);
   ring();

@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <string>
 
 #include "common/status.h"
 #include "transports/shm/peer_watch.h"
@@ -38,6 +39,12 @@ class Waiter {
   common::Status await(Counter counter, int peer, uint64_t target);
   // Waits until every rank's `counter` is at least `target`.
   common::Status await_all(Counter counter, uint64_t target);
+
+  // The failure to report when talking to `peer` failed outside a wait
+  // (`what`, say a cross-memory read, with the errno text): what the peer
+  // watch says of the peer when it is gone, else kUnavailable with `what`
+  // and the peer's process state.
+  common::Status peer_failure(int peer, const std::string& what);
 
   // Makes every wait, current and later, return kAborted. Any thread.
   void interrupt();

@@ -264,43 +264,6 @@ TEST_CASE("broadcast: from every root", "[transport]") {
   }));
 }
 
-TEST_CASE("alltoallv: uneven counts, some zero", "[transport]") {
-  RankOptions options;
-  options.transport = transport_under_test();
-  options.size = GENERATE_COPY(from_range(world_sizes(options.transport)));
-  CAPTURE(options.transport, options.size);
-  require_no_problems(run_ranks(options, [](int rank, std::unique_ptr<Transport>& t, Problems& p) {
-    int size = t->size();
-    auto bytes = [](int src, int dst) -> int64_t { return (src + 2 * dst) % 5 * 100; };
-    auto byte = [](int src, int dst, int64_t k) { return static_cast<uint8_t>(src * 16 + dst + k); };
-    std::vector<int64_t> send(static_cast<size_t>(size));
-    std::vector<int64_t> recv(static_cast<size_t>(size));
-    std::vector<uint8_t> in;
-    for (int dst = 0; dst < size; ++dst) {
-      send[static_cast<size_t>(dst)] = bytes(rank, dst);
-      recv[static_cast<size_t>(dst)] = bytes(dst, rank);
-      for (int64_t k = 0; k < bytes(rank, dst); ++k) in.push_back(byte(rank, dst, k));
-    }
-    std::vector<uint8_t> out(static_cast<size_t>(std::accumulate(recv.begin(), recv.end(), int64_t{0})), 0xEE);
-    Status s = t->alltoallv({in.data(), in.size()}, send, {out.data(), out.size()}, recv);
-    if (!s.is_ok()) {
-      p.push_back("alltoallv: " + s.to_string());
-      return;
-    }
-    size_t offset = 0;
-    for (int src = 0; src < size; ++src) {
-      for (int64_t k = 0; k < bytes(src, rank); ++k) {
-        if (out[offset + static_cast<size_t>(k)] != byte(src, rank, k)) {
-          p.push_back("alltoallv: byte " + std::to_string(k) + " from rank " + std::to_string(src) +
-                      " is " + std::to_string(out[offset + static_cast<size_t>(k)]));
-          return;
-        }
-      }
-      offset += static_cast<size_t>(bytes(src, rank));
-    }
-  }));
-}
-
 TEST_CASE("reducescatter: uneven counts, one of them zero", "[transport]") {
   RankOptions options;
   options.transport = transport_under_test();
