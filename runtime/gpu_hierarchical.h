@@ -17,18 +17,9 @@
 
 namespace hvd::runtime {
 
-struct HierarchicalChoice {
-  bool hierarchical = false;
-  // Why not ("every rank of the set is on one host", ...), or the shape
-  // when it is ("2 hosts of 2 ranks").
-  std::string why;
-};
-
-// Pure: the choice for a set of this layout.
-HierarchicalChoice choose_hierarchical(const transports::Layout& layout);
-
 // Exchanges the set's layout through the store (layout.h, under
-// context.key_prefix), chooses, logs the choice on the set's rank 0 (info),
+// context.key_prefix), chooses (transports/hierarchical/factory.h's
+// choose), logs the choice on the set's rank 0 (info),
 // and gives the layout when allreduce is to be hierarchical, nothing when
 // the flat transport serves. `hierarchical` and `flat` describe the two
 // paths in the log line ("nccl within each host, gloo across", "nccl").

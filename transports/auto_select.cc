@@ -18,13 +18,14 @@ Result<std::unique_ptr<Transport>> create_auto(const TransportContext& context) 
                   context.size);
     return shm::create(local);
   }
-  if (layout->homogeneous && layout->local_size > 1) {
-    spdlog::debug("cpu transport auto: hierarchical (rank {} of {}: {} hosts of {} ranks)",
-                  context.rank, context.size, layout->cross_size, layout->local_size);
+  const hierarchical::Choice choice = hierarchical::choose(*layout);
+  if (choice.hierarchical) {
+    spdlog::debug("cpu transport auto: hierarchical (rank {} of {}: {})", context.rank,
+                  context.size, choice.why);
     return hierarchical::create(context, *layout);
   }
-  spdlog::debug("cpu transport auto: gloo (rank {} of {}: {} hosts)", context.rank, context.size,
-                layout->cross_size);
+  spdlog::debug("cpu transport auto: gloo (rank {} of {}: {})", context.rank, context.size,
+                choice.why);
   return gloo::create(context);
 }
 

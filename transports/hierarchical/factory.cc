@@ -16,6 +16,19 @@ std::string host_sizes(const Layout& layout) {
   return counts;
 }
 
+Choice choose(const Layout& layout) {
+  if (layout.cross_size <= 1) return {false, "every rank of the set is on one host"};
+  if (!layout.homogeneous) {
+    return {false, "its hosts have unequal numbers of ranks (" + host_sizes(layout) + ")"};
+  }
+  if (layout.local_size == 1) {
+    return {false, "each of its " + std::to_string(layout.cross_size) +
+                       " hosts has one rank: nothing to reduce within a host"};
+  }
+  return {true, std::to_string(layout.cross_size) + " hosts of " +
+                    std::to_string(layout.local_size) + " ranks"};
+}
+
 Status check_homogeneous(const Layout& layout) {
   if (layout.homogeneous) return Status::ok();
   return common::failed_precondition(

@@ -26,6 +26,18 @@ Status check_homogeneous(const Layout& layout);
 enum class World { kLocal, kCross, kFlat };
 TransportContext sub_world(const TransportContext& context, const Layout& layout, World world);
 
+// Whether a world of this layout suits the hierarchical collectives: it
+// spans several hosts with the same number of ranks, more than one, on
+// each. `why`: the reason when not ("every rank of the set is on one
+// host", ...), the shape when it does ("2 hosts of 2 ranks"). The CPU
+// transport's auto choice and the device ops' hierarchical_allreduce
+// setting both decide with it.
+struct Choice {
+  bool hierarchical = false;
+  std::string why;
+};
+Choice choose(const Layout& layout);
+
 // kFailedPrecondition when the hosts do not all have the same number of ranks.
 Result<std::unique_ptr<Transport>> create(const TransportContext& context, const Layout& layout);
 // The same, learning the layout through the store first (layout.h).

@@ -77,14 +77,14 @@ class Collectives {
   // The bytes every rank puts in the region of each rank per round (a
   // multiple of every element size).
   size_t share() const;
-  // Reads `bytes` at `address` in `peer`'s memory into `dst` by CMA; a
-  // failure names the peer (gone, or the errno).
   // Whether `count` bytes from one rank to another cross by CMA.
   bool crosses(int64_t count) const;
   // Offers `source` for peers to read by CMA in `round`; the address a
   // peer offered.
   void offer_source(const Round& round, const std::byte* source);
   uint64_t source_of(int peer, const Round& round) const;
+  // Reads `bytes` at `address` in `peer`'s memory into `dst` by CMA; a
+  // failure names the peer (gone, or the errno).
   common::Status read_across(int peer, uint64_t address, std::byte* dst, size_t bytes);
   common::Status allreduce_one_shot(std::byte* data, size_t bytes, size_t element, ReduceFunction fn,
                                     bool logical);

@@ -22,6 +22,7 @@
 #include "runtime/gpu_transport.h"
 #include "tests/unit/runtime/host_device_work.h"
 #include "transports/gloo/factory.h"
+#include "transports/hierarchical/factory.h"
 #include "transports/hierarchical/slices.h"
 
 namespace hvd::runtime {
@@ -132,16 +133,16 @@ TEST_CASE("hierarchical slices: whole elements, the first ones longer", "[gpu_hi
 
 TEST_CASE("hierarchical decision: several hosts of equal rank counts only",
           "[gpu_hierarchical]") {
-  HierarchicalChoice c = choose_hierarchical(layout_of({"a", "a", "b", "b"}, 1));
+  transports::hierarchical::Choice c = transports::hierarchical::choose(layout_of({"a", "a", "b", "b"}, 1));
   CHECK(c.hierarchical);
   CHECK(c.why == "2 hosts of 2 ranks");
-  c = choose_hierarchical(layout_of({"a", "a", "a"}, 0));
+  c = transports::hierarchical::choose(layout_of({"a", "a", "a"}, 0));
   CHECK_FALSE(c.hierarchical);
   CHECK(c.why == "every rank of the set is on one host");
-  c = choose_hierarchical(layout_of({"a", "a", "b"}, 2));
+  c = transports::hierarchical::choose(layout_of({"a", "a", "b"}, 2));
   CHECK_FALSE(c.hierarchical);
   CHECK(c.why == "its hosts have unequal numbers of ranks (2, 1)");
-  c = choose_hierarchical(layout_of({"a", "b", "c"}, 0));
+  c = transports::hierarchical::choose(layout_of({"a", "b", "c"}, 0));
   CHECK_FALSE(c.hierarchical);
   CHECK(c.why == "each of its 3 hosts has one rank: nothing to reduce within a host");
 }

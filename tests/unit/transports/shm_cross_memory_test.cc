@@ -9,11 +9,11 @@
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "exchange_checks.h"
 #include "forked_ranks.h"
 #include "transport_under_test.h"
 #include "transports/shm/shm_transport.h"
@@ -31,32 +31,8 @@ using testing::run_forked;
 // An alltoallv of `large` bytes to every other rank and 1000 to itself,
 // checked exactly.
 void check_alltoallv(Transport& t, int64_t large, Problems& p) {
-  int size = t.size();
-  std::vector<int64_t> counts(static_cast<size_t>(size), large);
-  counts[static_cast<size_t>(t.rank())] = 1000;
-  auto total = static_cast<size_t>(std::accumulate(counts.begin(), counts.end(), int64_t{0}));
-  std::vector<uint8_t> in(total);
-  for (size_t k = 0; k < total; ++k) in[k] = static_cast<uint8_t>(t.rank() * 31 + k / 5);
-  std::vector<uint8_t> out(total, 0xEE);
-  Status s = t.alltoallv({in.data(), in.size()}, counts, {out.data(), out.size()}, counts);
-  if (!s.is_ok()) {
-    p.push_back("alltoallv: " + s.to_string());
-    return;
-  }
-  size_t offset = 0;
-  for (int src = 0; src < size; ++src) {
-    // src sent us the bytes at its send offset for us.
-    size_t their_offset = 0;
-    for (int dst = 0; dst < t.rank(); ++dst) their_offset += static_cast<size_t>(dst == src ? 1000 : large);
-    size_t n = static_cast<size_t>(counts[static_cast<size_t>(src)]);
-    for (size_t k = 0; k < n; ++k) {
-      if (out[offset + k] != static_cast<uint8_t>(src * 31 + (their_offset + k) / 5)) {
-        p.push_back("alltoallv: byte " + std::to_string(k) + " from rank " + std::to_string(src));
-        return;
-      }
-    }
-    offset += n;
-  }
+  testing::check_alltoallv(
+      t.rank(), t, [large](int src, int dst) -> int64_t { return src == dst ? 1000 : large; }, p);
 }
 
 const CrossMemory& cross_memory_of(std::unique_ptr<Transport>& t) {

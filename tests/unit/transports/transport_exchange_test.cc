@@ -9,52 +9,22 @@
 #include <string>
 #include <vector>
 
+#include "exchange_checks.h"
 #include "rank_threads.h"
 #include "transport_under_test.h"
 
 namespace hvd::transports {
 namespace {
 
+using testing::Bytes;
+using testing::byte;
+using testing::check_alltoallv;
 using testing::Problems;
 using testing::RankOptions;
 using testing::run_ranks;
 using testing::require_no_problems;
 using testing::transport_under_test;
 using testing::world_sizes;
-
-using Bytes = int64_t (*)(int src, int dst);
-
-uint8_t byte(int src, int dst, int64_t k) { return static_cast<uint8_t>(src * 16 + dst + k / 3); }
-
-// An alltoallv of bytes(src, dst) from each rank to each, checked exactly.
-void check_alltoallv(int rank, Transport& t, Bytes bytes, Problems& p) {
-  int size = t.size();
-  std::vector<int64_t> send(static_cast<size_t>(size));
-  std::vector<int64_t> recv(static_cast<size_t>(size));
-  std::vector<uint8_t> in;
-  for (int dst = 0; dst < size; ++dst) {
-    send[static_cast<size_t>(dst)] = bytes(rank, dst);
-    recv[static_cast<size_t>(dst)] = bytes(dst, rank);
-    for (int64_t k = 0; k < bytes(rank, dst); ++k) in.push_back(byte(rank, dst, k));
-  }
-  std::vector<uint8_t> out(static_cast<size_t>(std::accumulate(recv.begin(), recv.end(), int64_t{0})), 0xEE);
-  Status s = t.alltoallv({in.data(), in.size()}, send, {out.data(), out.size()}, recv);
-  if (!s.is_ok()) {
-    p.push_back("alltoallv: " + s.to_string());
-    return;
-  }
-  size_t offset = 0;
-  for (int src = 0; src < size; ++src) {
-    for (int64_t k = 0; k < bytes(src, rank); ++k) {
-      if (out[offset + static_cast<size_t>(k)] != byte(src, rank, k)) {
-        p.push_back("alltoallv: byte " + std::to_string(k) + " from rank " + std::to_string(src) +
-                    " is " + std::to_string(out[offset + static_cast<size_t>(k)]));
-        return;
-      }
-    }
-    offset += static_cast<size_t>(bytes(src, rank));
-  }
-}
 
 // An allgatherv where rank r gives bytes(r, r + 1) of byte(r, 0, k).
 void check_allgatherv(int rank, Transport& t, Bytes bytes, Problems& p) {
