@@ -26,22 +26,28 @@ std::string host_name() {
   return gethostname(name, sizeof(name) - 1) == 0 ? std::string(name) : std::string("?");
 }
 
-// What ranks able to share a segment have in common: the same kernel boot
-// and the same /dev/shm.
-std::string host_identity() {
-  std::string boot_id;
-  std::getline(std::ifstream("/proc/sys/kernel/random/boot_id"), boot_id);
+std::string boot_id() {
+  std::string id;
+  std::getline(std::ifstream("/proc/sys/kernel/random/boot_id"), id);
+  return id;
+}
+
+std::string shm_identity() {
   struct stat st {};
-  std::string shm = stat("/dev/shm", &st) == 0
-                        ? std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino)
-                        : "no /dev/shm";
-  return boot_id + "/" + shm;
+  return stat("/dev/shm", &st) == 0 ? std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino)
+                                    : "no /dev/shm";
 }
 
 uint64_t pid_namespace() {
   struct stat st {};
   return stat("/proc/self/ns/pid", &st) == 0 ? st.st_ino : 0;
 }
+
+// How the ranks of a world share the segment.
+enum class Sharing {
+  kAnonymous,  // one pid namespace: rank 0's memfd, opened through /proc (nothing to leak)
+  kNamed,      // one /dev/shm but not one pid namespace: a POSIX name, unlinked once all attached
+};
 
 std::string segment_name(const std::string& key_prefix) {
   std::string safe;
@@ -60,52 +66,84 @@ std::string segment_name(const std::string& key_prefix) {
   return "/hvd-" + safe + "-" + suffix;
 }
 
-common::Status check_one_host(const TransportContext& c) {
-  if (c.size == 1) return common::Status::ok();
+// What each rank publishes: the kernel's boot id (one host), its pid
+// namespace and /dev/shm (how it can share a segment), its host name.
+struct Identity {
+  std::string boot, pid_ns, shm, host;
+
+  std::string text() const { return boot + "\n" + pid_ns + "\n" + shm + "\n" + host; }
+
+  static Identity parse(const std::string& value) {
+    Identity id;
+    std::string* parts[] = {&id.boot, &id.pid_ns, &id.shm, &id.host};
+    size_t from = 0;
+    for (std::string* part : parts) {
+      size_t newline = value.find('\n', from);
+      *part = value.substr(from, newline == std::string::npos ? std::string::npos : newline - from);
+      from = newline == std::string::npos ? value.size() : newline + 1;
+    }
+    return id;
+  }
+};
+
+common::Result<Sharing> check_one_host(const TransportContext& c) {
+  if (c.size == 1) return Sharing::kAnonymous;
   if (c.local_size > 0 && c.local_size < c.size) {
     return common::failed_precondition(
         "shm transport: only " + std::to_string(c.local_size) + " of the " + std::to_string(c.size) +
         " ranks are on this host; it needs every rank of the world on one host");
   }
   std::string prefix = c.key_prefix + "shm/host/";
-  HVD_RETURN_IF_ERROR(c.store->set(prefix + std::to_string(c.rank), host_identity() + "\n" + host_name()));
+  Identity mine{boot_id(), std::to_string(pid_namespace()), shm_identity(), host_name()};
+  HVD_RETURN_IF_ERROR(c.store->set(prefix + std::to_string(c.rank), mine.text()));
   std::vector<std::string> keys;
   for (int r = 0; r < c.size; ++r) keys.push_back(prefix + std::to_string(r));
-  auto hosts = c.store->get(keys, c.timeout);
-  if (!hosts.is_ok()) {
-    return hosts.status().with_context("shm transport: " + where(c) + " waiting for its peers' hosts");
+  auto values = c.store->get(keys, c.timeout);
+  if (!values.is_ok()) {
+    return values.status().with_context("shm transport: " + where(c) + " waiting for its peers' hosts");
   }
-  auto split = [](const std::string& value) {
-    auto newline = value.find('\n');
-    return std::pair{value.substr(0, newline), newline == std::string::npos ? "" : value.substr(newline + 1)};
-  };
-  auto [first_id, first_host] = split(hosts.value()[0]);
+  Identity first = Identity::parse(values.value()[0]);
+  bool one_pid_ns = true;
+  bool one_shm = true;
   for (int r = 1; r < c.size; ++r) {
-    auto [id, host] = split(hosts.value()[static_cast<size_t>(r)]);
-    if (id == first_id) continue;
-    std::string why = host == first_host ? "rank " + std::to_string(r) + " (also on " + host +
-                                               ") does not share rank 0's /dev/shm or kernel"
-                                         : "rank 0 is on " + first_host + " but rank " +
-                                               std::to_string(r) + " is on " + host;
-    return common::failed_precondition("shm transport: " + why +
-                                       "; it needs every rank of the world on one host");
+    Identity id = Identity::parse(values.value()[static_cast<size_t>(r)]);
+    one_pid_ns = one_pid_ns && id.pid_ns == first.pid_ns;
+    one_shm = one_shm && id.shm == first.shm;
+    std::string why;
+    if (id.boot != first.boot) {
+      why = id.host == first.host ? "rank " + std::to_string(r) + " (also on " + id.host +
+                                        ") does not share rank 0's kernel"
+                                  : "rank 0 is on " + first.host + " but rank " + std::to_string(r) +
+                                        " is on " + id.host;
+    } else if (!one_pid_ns && !one_shm) {
+      why = "rank " + std::to_string(r) + " shares neither rank 0's pid namespace nor its /dev/shm";
+    }
+    if (!why.empty()) {
+      return common::failed_precondition("shm transport: " + why +
+                                         "; it needs every rank of the world on one host");
+    }
   }
-  return common::Status::ok();
+  return one_pid_ns ? Sharing::kAnonymous : Sharing::kNamed;
 }
 
 // Rank 0 makes the segment and says where it is (or why there is none);
-// the others wait for that and attach.
-common::Result<Segment> create_or_attach(const TransportContext& c, size_t staging_bytes,
-                                         std::string& name) {
+// the others wait for that and attach. `name`: the POSIX name of a named
+// segment, for unlinking; empty for an anonymous one.
+common::Result<Segment> create_or_attach(const TransportContext& c, Sharing sharing,
+                                         size_t staging_bytes, std::string& name) {
   std::string key = c.key_prefix + "shm/segment";
   if (c.rank == 0) {
-    name = segment_name(c.key_prefix);
-    auto segment = Segment::create(name, c.size, staging_bytes);
+    if (sharing == Sharing::kNamed) name = segment_name(c.key_prefix);
+    auto segment = sharing == Sharing::kNamed ? Segment::create(name, c.size, staging_bytes)
+                                              : Segment::create_anonymous(c.size, staging_bytes);
     if (c.size > 1) {
-      std::string value = segment.is_ok() ? "name:" + name : "error:" + segment.status().message();
+      std::string where = segment.is_ok() ? (name.empty() ? segment.value().locator() : name) : "";
+      std::string value = segment.is_ok()
+                              ? "at:" + std::to_string(segment.value().header().nonce) + ":" + where
+                              : "error:" + segment.status().message();
       common::Status published = c.store->set(key, value);
       if (!published.is_ok() && segment.is_ok()) {
-        Segment::unlink(name);
+        if (!name.empty()) Segment::unlink(name);
         return published.with_context("shm transport: rank 0 publishing its segment");
       }
     }
@@ -119,16 +157,22 @@ common::Result<Segment> create_or_attach(const TransportContext& c, size_t stagi
   if (text.rfind("error:", 0) == 0) {
     return common::unavailable("shm transport: rank 0 could not create the segment: " + text.substr(6));
   }
-  name = text.substr(5);
-  return Segment::attach(name, c.size);
+  size_t colon = text.find(':', 3);
+  if (text.rfind("at:", 0) != 0 || colon == std::string::npos) {
+    return common::internal_error("shm transport: rank 0 published a malformed segment location");
+  }
+  std::string at = text.substr(colon + 1);
+  if (sharing == Sharing::kNamed) name = at;
+  return Segment::attach(at, c.size, std::stoull(text.substr(3, colon - 3)));
 }
 
 }  // namespace
 
 common::Result<Segment> join_segment(const TransportContext& c, size_t staging_bytes) {
-  HVD_RETURN_IF_ERROR(check_one_host(c));
+  auto sharing = check_one_host(c);
+  if (!sharing.is_ok()) return sharing.status();
   std::string name;
-  auto segment = create_or_attach(c, staging_bytes, name);
+  auto segment = create_or_attach(c, sharing.value(), staging_bytes, name);
   if (!segment.is_ok()) return segment.status();
   SegmentHeader& header = segment.value().header();
   RankSlot& slot = segment.value().slot(c.rank);
@@ -139,7 +183,7 @@ common::Result<Segment> join_segment(const TransportContext& c, size_t staging_b
   std::atomic_ref<uint32_t> bell(header.bell);
   auto everyone = static_cast<uint32_t>(c.size);
   if (attached.fetch_add(1, std::memory_order_seq_cst) + 1 == everyone) {
-    Segment::unlink(name);  // everyone has it mapped
+    if (!name.empty()) Segment::unlink(name);  // everyone has it mapped
     attached.fetch_add(1, std::memory_order_seq_cst);  // size + 1: "and the name is gone"
   }
   bell.fetch_add(1, std::memory_order_seq_cst);
@@ -151,7 +195,7 @@ common::Result<Segment> join_segment(const TransportContext& c, size_t staging_b
     if (attached.load(std::memory_order_seq_cst) > everyone) break;
     auto now = Clock::now();
     if (now >= deadline) {
-      Segment::unlink(name);
+      if (!name.empty()) Segment::unlink(name);
       std::string missing;
       for (int r = 0; r < c.size; ++r) {
         if (std::atomic_ref<uint32_t>(segment.value().slot(r).state).load() == kSlotEmpty) {
@@ -160,10 +204,12 @@ common::Result<Segment> join_segment(const TransportContext& c, size_t staging_b
       }
       return common::timeout_error("shm transport: " + where(c) + " timed out after " +
                                    std::to_string(c.timeout.count()) +
-                                   " ms waiting for ranks " + missing + " to attach to " + name);
+                                   " ms waiting for ranks " + missing + " to attach to " +
+                                   (name.empty() ? "rank 0's segment" : name));
     }
     futex_wait(&header.bell, seen, std::min<Clock::duration>(std::chrono::milliseconds(10), deadline - now));
   }
+  segment.value().close_locator();  // every rank has it mapped: nobody needs rank 0's descriptor
   return segment;
 }
 

@@ -1,18 +1,23 @@
 // How the ranks of a world come to share one segment, through the
 // TransportContext's store (keys under context.key_prefix + "shm/"):
-//  1. every rank publishes its host identity (boot id and the device and
-//     inode of /dev/shm: ranks share memory only when both agree) and its
-//     host name; all ranks read all of them and refuse alike
-//     (kFailedPrecondition naming the ranks) unless they share one host;
-//  2. rank 0 creates the segment under a fresh name ("/hvd-" + the key
-//     prefix made safe + "-" + 16 random hex digits) and publishes the name
-//     (or why it could not create it); the others attach;
+//  1. every rank publishes its identity: the kernel's boot id, its pid
+//     namespace, the device and inode of /dev/shm, its host name; all ranks
+//     read all of them and refuse alike (kFailedPrecondition naming the rank)
+//     unless they share one kernel and either one pid namespace or one
+//     /dev/shm;
+//  2. rank 0 creates the segment and publishes where it is with the random
+//     nonce of its header (or why it could not create it); the others attach
+//     and check the nonce. In one pid namespace the segment is anonymous
+//     (memfd) and "where" is /proc/<rank 0's pid>/fd/<n>: no name exists, so
+//     nothing can outlive the processes, whenever they die. Otherwise it is
+//     a POSIX name ("/hvd-" + the key prefix made safe + "-" + 16 random hex
+//     digits);
 //  3. each rank records its pid in its slot and counts itself attached; the
-//     last to attach shm_unlink()s the name (then counts once more, so that
-//     every rank returns with the name gone), so no /dev/shm file outlives
-//     the job whatever happens to the processes afterwards (a rank that
-//     times out waiting for the others removes it as well);
-//  4. every rank waits until all are attached (context.timeout).
+//     last to attach shm_unlink()s a POSIX name (then counts once more, so
+//     that every rank returns with the name gone; a rank that times out
+//     waiting for the others removes it as well);
+//  4. every rank waits until all are attached (context.timeout); rank 0 then
+//     closes the anonymous segment's descriptor.
 // A world of one needs no store.
 #pragma once
 

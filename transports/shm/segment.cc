@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstring>
+#include <random>
 #include <utility>
 
 namespace hvd::transports::shm {
@@ -66,69 +67,109 @@ Segment::Segment(Segment&& other) noexcept
       size_(other.size_),
       data_offset_(other.data_offset_),
       staging_bytes_(other.staging_bytes_),
-      result_bytes_(other.result_bytes_) {}
+      result_bytes_(other.result_bytes_),
+      fd_(std::exchange(other.fd_, -1)),
+      locator_(std::move(other.locator_)) {}
 
 Segment::~Segment() {
+  close_locator();
   if (base_ != nullptr) munmap(base_, bytes_);
 }
 
-common::Result<Segment> Segment::create(const std::string& name, int size, size_t staging_bytes) {
-  Layout l = layout_for(size, staging_bytes);
-  int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-  if (fd < 0) {
-    return common::unavailable("cannot create shared-memory segment " + name + ": " + errno_text(errno));
-  }
-  // Reserve the pages now: on a full /dev/shm a later first touch would be
+void Segment::close_locator() {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = -1;
+  locator_.clear();
+}
+
+namespace {
+
+// Sizes, maps and initialises the segment behind `fd` (new, empty) laid out
+// as `l`; `what` names it in errors. The caller closes `fd`.
+common::Result<void*> initialise(int fd, const std::string& what, int size, const Layout& l) {
+  // Reserve the pages now: with no memory left a later first touch would be
   // a SIGBUS instead of this error.
   int error = ftruncate(fd, static_cast<off_t>(l.total_bytes)) != 0 ? errno
               : posix_fallocate(fd, 0, static_cast<off_t>(l.total_bytes));
   if (error != 0) {
-    ::close(fd);
-    unlink(name);
-    return common::unavailable("cannot size shared-memory segment " + name + " to " +
+    return common::unavailable("cannot size shared-memory segment " + what + " to " +
                                std::to_string(l.total_bytes >> 20) + " MiB (" + errno_text(error) +
-                               "; /dev/shm too small?)");
+                               "; too little shared memory?)");
   }
-  auto base = map(fd, l.total_bytes, name);
+  auto base = map(fd, l.total_bytes, what);
+  if (!base.is_ok()) return base.status();
+  auto* h = static_cast<SegmentHeader*>(base.value());
+  h->version = kSegmentVersion;
+  h->size = size;
+  h->staging_bytes = l.staging_bytes;
+  h->result_bytes = l.result_bytes;
+  h->total_bytes = l.total_bytes;
+  std::random_device random;
+  h->nonce = (uint64_t{random()} << 32) | random();
+  std::atomic_ref<uint64_t>(h->magic).store(kSegmentMagic, std::memory_order_release);
+  return base;
+}
+
+}  // namespace
+
+common::Result<Segment> Segment::create_anonymous(int size, size_t staging_bytes) {
+  int fd = memfd_create("hvd-shm", MFD_CLOEXEC);
+  if (fd < 0) return common::unavailable("cannot create a shared-memory segment: " + errno_text(errno));
+  Layout l = layout_for(size, staging_bytes);
+  auto base = initialise(fd, "(anonymous)", size, l);
+  if (!base.is_ok()) {
+    ::close(fd);
+    return base.status();
+  }
+  Segment segment(base.value(), l.total_bytes, size, l.data_offset, l.staging_bytes, l.result_bytes);
+  segment.fd_ = fd;
+  segment.locator_ = "/proc/" + std::to_string(getpid()) + "/fd/" + std::to_string(fd);
+  return segment;
+}
+
+common::Result<Segment> Segment::create(const std::string& name, int size, size_t staging_bytes) {
+  int fd = shm_open(name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) {
+    return common::unavailable("cannot create shared-memory segment " + name + ": " + errno_text(errno));
+  }
+  Layout l = layout_for(size, staging_bytes);
+  auto base = initialise(fd, name, size, l);
   ::close(fd);
   if (!base.is_ok()) {
     unlink(name);
     return base.status();
   }
-  Segment segment(base.value(), l.total_bytes, size, l.data_offset, l.staging_bytes, l.result_bytes);
-  SegmentHeader& h = segment.header();
-  h.version = kSegmentVersion;
-  h.size = size;
-  h.staging_bytes = l.staging_bytes;
-  h.result_bytes = l.result_bytes;
-  h.total_bytes = l.total_bytes;
-  std::atomic_ref<uint64_t>(h.magic).store(kSegmentMagic, std::memory_order_release);
-  return segment;
+  return Segment(base.value(), l.total_bytes, size, l.data_offset, l.staging_bytes, l.result_bytes);
 }
 
-common::Result<Segment> Segment::attach(const std::string& name, int size) {
-  int fd = shm_open(name.c_str(), O_RDWR | O_CLOEXEC, 0);
+common::Result<Segment> Segment::attach(const std::string& where, int size, uint64_t nonce) {
+  bool anonymous = where.rfind("/proc/", 0) == 0;
+  int fd = anonymous ? ::open(where.c_str(), O_RDWR | O_CLOEXEC) : shm_open(where.c_str(), O_RDWR | O_CLOEXEC, 0);
   if (fd < 0) {
-    return common::unavailable("cannot open shared-memory segment " + name + ": " + errno_text(errno) +
-                               " (is this rank on the creator's host, with the same /dev/shm?)");
+    return common::unavailable(
+        "cannot open shared-memory segment " + where + ": " + errno_text(errno) +
+        (anonymous ? " (did its creator, rank 0, exit? is this rank in its pid namespace?)"
+                   : " (is this rank on the creator's host, with the same /dev/shm?)"));
   }
   struct stat st {};
   if (fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) < sizeof(SegmentHeader)) {
     ::close(fd);
-    return common::unavailable("shared-memory segment " + name + " is too small to be a segment");
+    return common::unavailable("shared-memory segment " + where + " is too small to be a segment");
   }
   auto bytes = static_cast<size_t>(st.st_size);
-  auto base = map(fd, bytes, name);
+  auto base = map(fd, bytes, where);
   ::close(fd);
   if (!base.is_ok()) return base.status();
   const auto& h = *static_cast<SegmentHeader*>(base.value());
   uint64_t magic = std::atomic_ref<const uint64_t>(h.magic).load(std::memory_order_acquire);
   Layout l = layout_for(size, h.staging_bytes);
   if (magic != kSegmentMagic || h.version != kSegmentVersion || h.size != size ||
-      h.total_bytes != bytes || l.total_bytes != bytes || l.staging_bytes != h.staging_bytes) {
+      h.total_bytes != bytes || l.total_bytes != bytes || l.staging_bytes != h.staging_bytes ||
+      h.nonce != nonce) {
+    uint32_t version = h.version;  // read before the mapping goes
     munmap(base.value(), bytes);
-    return common::unavailable("shared-memory segment " + name + " is not an hvd segment for " +
-                               std::to_string(size) + " ranks (version " + std::to_string(h.version) + ")");
+    return common::unavailable("shared-memory segment " + where + " is not an hvd segment for " +
+                               std::to_string(size) + " ranks (version " + std::to_string(version) + ")");
   }
   return Segment(base.value(), bytes, size, l.data_offset, l.staging_bytes, l.result_bytes);
 }

@@ -23,7 +23,7 @@
 namespace hvd::transports::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x316d68732d647668;  // "hvd-shm1", little-endian
-inline constexpr uint32_t kSegmentVersion = 2;
+inline constexpr uint32_t kSegmentVersion = 3;
 
 struct alignas(64) SegmentHeader {
   uint64_t magic;
@@ -32,6 +32,7 @@ struct alignas(64) SegmentHeader {
   uint64_t staging_bytes;  // per rank and half
   uint64_t result_bytes;   // per rank and half
   uint64_t total_bytes;
+  uint64_t nonce;  // random, published with the location: an attacher checks it found this one
   alignas(64) uint32_t attached;  // ranks attached so far; size + 1 once the name is removed
   alignas(64) uint32_t bell;      // bumped and futex-woken when something moves and someone sleeps
   uint32_t sleepers;              // waiters asleep (or about to be) on `bell`
@@ -64,19 +65,36 @@ static_assert(sizeof(RankSlot) == 6 * 64, "RankSlot: a layout change needs a kSe
 
 class Segment {
  public:
-  // Creates, sizes, maps and initialises a new segment (never an existing
-  // one: O_EXCL). kUnavailable naming the size when /dev/shm has no room.
+  // Creates, sizes, maps and initialises a new segment with no name at all
+  // (memfd_create): it lives exactly as long as a process maps it or holds
+  // its descriptor, so no file can outlive the job whatever happens to the
+  // processes. Peers in the same pid namespace open it through locator()
+  // ("/proc/<creator pid>/fd/<n>") while the creator holds the descriptor
+  // (until close_locator() or destruction). kUnavailable naming the size
+  // when the memory cannot be reserved.
+  static common::Result<Segment> create_anonymous(int size, size_t staging_bytes);
+  // The same under a POSIX shared-memory name (never an existing one:
+  // O_EXCL), for peers that share /dev/shm but not a pid namespace; the name
+  // stays until unlink(). kUnavailable naming the size when /dev/shm has no
+  // room.
   static common::Result<Segment> create(const std::string& name, int size, size_t staging_bytes);
-  // Maps the segment `name` made by create() for a world of `size`.
-  static common::Result<Segment> attach(const std::string& name, int size);
-  // Removes the name (mappings stay valid); a missing name is fine.
+  // Maps the segment that create() or create_anonymous() made for a world of
+  // `size`: `where` is the POSIX name or the anonymous segment's locator,
+  // `nonce` its header's (a descriptor number or name reused for another
+  // segment is refused).
+  static common::Result<Segment> attach(const std::string& where, int size, uint64_t nonce);
+  // Removes a POSIX name (mappings stay valid); a missing name is fine.
   static void unlink(const std::string& name);
-
   Segment(Segment&& other) noexcept;
   Segment& operator=(Segment&& other) = delete;
   Segment(const Segment&) = delete;
   ~Segment();
-
+  // Where peers attach to an anonymous segment while its creator holds the
+  // descriptor; empty otherwise.
+  const std::string& locator() const { return locator_; }
+  // Lets the descriptor go (every peer has the segment mapped, or none will
+  // come): the locator stops working.
+  void close_locator();
   SegmentHeader& header() const { return *static_cast<SegmentHeader*>(base_); }
   RankSlot& slot(int rank) const;
   std::byte* staging(int rank, int half) const;
@@ -84,7 +102,6 @@ class Segment {
   int size() const { return size_; }
   size_t staging_bytes() const { return staging_bytes_; }
   size_t result_bytes() const { return result_bytes_; }
-
  private:
   Segment(void* base, size_t bytes, int size, size_t data_offset, size_t staging_bytes,
           size_t result_bytes);
@@ -95,6 +112,8 @@ class Segment {
   size_t data_offset_;
   size_t staging_bytes_;
   size_t result_bytes_;
+  int fd_ = -1;          // an anonymous segment's descriptor, held for the locator
+  std::string locator_;  // "/proc/<pid>/fd/<fd_>" while fd_ is held
 };
 
 }  // namespace hvd::transports::shm

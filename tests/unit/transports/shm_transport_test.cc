@@ -77,7 +77,7 @@ TEST_CASE("shm: refuses a world whose ranks are not all on one host", "[shm]") {
   context.local_size = 0;
   context.key_prefix = "elsewhere/";
   context.timeout = std::chrono::milliseconds(2000);
-  REQUIRE(store.set("elsewhere/shm/host/1", "another-boot/1:2\nhost-b").is_ok());
+  REQUIRE(store.set("elsewhere/shm/host/1", "another-boot\n1\n1:2\nhost-b").is_ok());
   refused = TransportRegistry::with_builtins().create("shm", context);
   REQUIRE_FALSE(refused.is_ok());
   CHECK(refused.status().code() == StatusCode::kFailedPrecondition);
