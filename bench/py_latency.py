@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Latency of one blocking hvd.torch allreduce, as a Python training loop sees
-it (ctypes call, engine, transport, wake-up), per rank:
+"""Latency of one blocking hvd.torch collective, as a Python training loop sees
+it (ctypes call, engine, transport, wake-up, the output as a tensor), per rank:
 
     PYTHONPATH=python HVD_LIBRARY=build/lib/libhvd.so \\
-        build/bin/hvdrun -np 2 /usr/bin/python3 bench/py_latency.py [--bytes 4096] [--iters 500]
+        build/bin/hvdrun -np 2 /usr/bin/python3 bench/py_latency.py [--op allreduce] \\
+        [--bytes 4096] [--iters 500]
 
 Each rank prints the median time of one call; torch's reference is
 `bench/torch_perf.py --np 2 --ops allreduce --min-bytes 4K --max-bytes 4K --iters 500`
-(see bench/README.md).
+(see bench/README.md). --op allgather, alltoall, reducescatter: ops whose
+output libhvd allocates (bench/hvd_perf.cc times them without reading it).
 """
 import argparse
 import statistics
@@ -24,18 +26,28 @@ def main():
     p.add_argument("--iters", type=int, default=500)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--name", default="latency", help="tensor name ('' for unnamed ops)")
+    p.add_argument("--op", default="allreduce",
+                   choices=["allreduce", "allgather", "alltoall", "reducescatter", "broadcast"])
     a = p.parse_args()
     hvd.init()
-    t = torch.ones(max(a.bytes // 4, 1))
+    # --bytes: each rank's input, as torch_perf.py counts it (allgather: the
+    # output is size times larger).
+    t = torch.ones(max(a.bytes // 4, hvd.size()))
     name = a.name or None
+    call = {"allreduce": lambda: hvd.allreduce(t, name=name),
+            "allgather": lambda: hvd.allgather(t, name=name),
+            "alltoall": lambda: hvd.alltoall(t, name=name),
+            "reducescatter": lambda: hvd.reducescatter(t, name=name),
+            "broadcast": lambda: hvd.broadcast(t, 0, name=name)}[a.op]
     for _ in range(a.warmup):
-        hvd.allreduce(t, name=name)
+        call()
     times = []
     for _ in range(a.iters):
         t0 = time.perf_counter()
-        hvd.allreduce(t, name=name)
+        out = call()
         times.append(time.perf_counter() - t0)
-    print(f"py_latency: rank {hvd.rank()} of {hvd.size()}, allreduce {t.numel() * 4} B: "
+        del out
+    print(f"py_latency: rank {hvd.rank()} of {hvd.size()}, {a.op} {t.numel() * 4} B: "
           f"median {statistics.median(times) * 1e6:.1f} us over {a.iters}")
     hvd.shutdown()
 

@@ -366,6 +366,23 @@ int hvd_handle_copy_output(int64_t handle, void* dst, int64_t bytes) {
   });
 }
 
+int hvd_handle_take_output(int64_t handle, void** data, int64_t* bytes, void** token) {
+  return with_runtime([&](Runtime& rt) -> Status {
+    if (data == nullptr || bytes == nullptr || token == nullptr) {
+      return hvd::common::invalid_argument("hvd_handle_take_output: data, bytes and token must not be null");
+    }
+    auto taken = rt.handles().take_host_output(handle);
+    if (!taken.is_ok()) return taken.status();
+    auto* owned = new hvd::runtime::engine::HostBuffer(std::move(taken.value().data));
+    *data = owned->get();
+    *bytes = static_cast<int64_t>(taken.value().bytes);
+    *token = owned;
+    return Status::ok();
+  });
+}
+
+void hvd_output_free(void* token) { delete static_cast<hvd::runtime::engine::HostBuffer*>(token); }
+
 int hvd_handle_received_splits(int64_t handle, int64_t* splits, int32_t n) {
   return with_runtime([&](Runtime& rt) {
     return rt.handles().inspect(handle, [&](const hvd::runtime::engine::FinishedOp& op) -> Status {

@@ -92,8 +92,8 @@ static_assert(offsetof(hvd_op, splits) == 80);
 static_assert(offsetof(hvd_op, process_set_id) == 88);
 static_assert(HVD_OP_MIN_SIZE == 96, "the oldest layout ends with process_set_id");
 static_assert(offsetof(hvd_op, stream) == 96);
-static_assert(sizeof(hvd_op) == 104, "HVD_ABI_VERSION 1's hvd_op");
-static_assert(HVD_ABI_VERSION == 1, "a new ABI version: update the layout asserts above");
+static_assert(sizeof(hvd_op) == 104, "HVD_ABI_VERSIONs 1 and 2's hvd_op (2 added functions only)");
+static_assert(HVD_ABI_VERSION == 2, "a new ABI version: update the layout asserts above");
 
 struct Constant {
   std::string_view name;

@@ -8,7 +8,11 @@ An adapter (``kind``) knows one array type (torch tensors, numpy arrays):
     stream(x)          -> the CUDA stream (an int) its op is ordered on, or
                           None (CPU arrays)
     empty(shape, like) -> a new contiguous array with like's dtype and device
+    wrap(buffer, shape, like)
+                       -> an array of like's dtype over a writable buffer
+                          object (no copy), keeping the buffer alive
     nbytes(x)          -> size of a prepared array in bytes
+    element_size(x)    -> bytes per element of an array
     copy_(dst, src)    -> copies src into dst (dst may be non-contiguous)
     int_array(values)  -> an int32 array of the values (received splits)
     to_list(values)    -> a list of ints from a sequence or an array
@@ -21,6 +25,7 @@ completed together (grouped ops). Both return a Handle.
 
 import ctypes
 import numbers
+import weakref
 
 from hvd import _lib
 from hvd._handles import Handle
@@ -105,6 +110,24 @@ def submit_group(preps, what):
                   lambda ids: [f(i) for f, i in zip(finishes, ids)])
 
 
+# Host outputs from this size on are handed over rather than copied.
+TAKE_OUTPUT_MIN_BYTES = 1 << 20
+
+
+def _take_output(kind, handle_id, shape, like):
+    """The engine's host output of a finished op as an array over the same
+    memory (hvd_handle_take_output): no copy, and no fresh allocation whose
+    every page faults; the memory goes back to libhvd when the array (and
+    every view of it) is gone."""
+    data, nbytes, token = ctypes.c_void_p(), ctypes.c_int64(), ctypes.c_void_p()
+    _lib.check(_lib.hvd_handle_take_output(handle_id, ctypes.byref(data), ctypes.byref(nbytes),
+                                           ctypes.byref(token)), "take output")
+    buffer = (ctypes.c_char * nbytes.value).from_address(data.value)
+    # Not at interpreter exit: arrays may outlive the finalizers run then.
+    weakref.finalize(buffer, _lib.hvd_output_free, token).atexit = False
+    return kind.wrap(buffer, shape, like)
+
+
 def read_output(kind, handle_id, like, ndim):
     """The engine-allocated output of a finished op, as a new array."""
     ndim = max(ndim, 1)
@@ -112,7 +135,15 @@ def read_output(kind, handle_id, like, ndim):
     got = ctypes.c_int32()
     _lib.check(_lib.hvd_handle_output_shape(handle_id, shape, ndim, ctypes.byref(got)),
                "output shape")
-    out = kind.empty(tuple(shape[:got.value]), like)
+    shape = tuple(shape[:got.value])
+    out = kind.empty(shape, like) if kind.info(like)[3] != C.DEVICE_CPU else None
+    if out is None:
+        count = 1
+        for d in shape:
+            count *= d
+        if count * kind.element_size(like) >= TAKE_OUTPUT_MIN_BYTES:
+            return _take_output(kind, handle_id, shape, like)
+        out = kind.empty(shape, like)
     nbytes = kind.nbytes(out)
     _lib.check(_lib.hvd_handle_copy_output(handle_id, kind.info(out)[0] if nbytes else None,
                                            nbytes), "copy output")

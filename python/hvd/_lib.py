@@ -58,7 +58,7 @@ _pi32 = ctypes.POINTER(ctypes.c_int32)
 
 
 # The HVD_ABI_VERSION this package was written for (hvd/c_api.h).
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 
 class hvd_op(ctypes.Structure):
@@ -133,6 +133,10 @@ hvd_poll = _declare("hvd_poll", _int, _i64)
 hvd_wait = _declare("hvd_wait", _int, _i64, ctypes.c_double)
 hvd_handle_output_shape = _declare("hvd_handle_output_shape", _int, _i64, _pi64, _i32, _pi32)
 hvd_handle_copy_output = _declare("hvd_handle_copy_output", _int, _i64, _p, _i64)
+hvd_handle_take_output = _declare("hvd_handle_take_output", _int, _i64,
+                                  ctypes.POINTER(ctypes.c_void_p), _pi64,
+                                  ctypes.POINTER(ctypes.c_void_p))
+hvd_output_free = _declare("hvd_output_free", None, ctypes.c_void_p)
 hvd_handle_received_splits = _declare("hvd_handle_received_splits", _int, _i64, _pi64, _i32)
 hvd_handle_join_result = _declare("hvd_handle_join_result", _int, _i64, _pi32)
 hvd_release = _declare("hvd_release", _int, _i64)

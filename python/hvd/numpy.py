@@ -59,8 +59,16 @@ class _NumpyKind:
         return _np.empty(shape, dtype=like.dtype)
 
     @staticmethod
+    def wrap(buffer, shape, like):
+        return _np.frombuffer(buffer, dtype=like.dtype).reshape(shape)
+
+    @staticmethod
     def nbytes(a):
         return a.nbytes
+
+    @staticmethod
+    def element_size(a):
+        return a.itemsize
 
     @staticmethod
     def copy_(dst, src):

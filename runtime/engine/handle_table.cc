@@ -102,6 +102,24 @@ Status HandleTable::inspect(int64_t id,
   return read(it->second.op);
 }
 
+common::Result<HandleTable::TakenOutput> HandleTable::take_host_output(int64_t id) {
+  std::lock_guard lock(mu_);
+  auto it = states_.find(id);
+  if (it == states_.end()) return unknown(id);
+  if (!it->second.done) {
+    return common::failed_precondition("handle " + std::to_string(id) + " is still pending");
+  }
+  FinishedOp& op = it->second.op;
+  if (!op.status.is_ok()) return op.status;
+  if (op.output.device || !op.output.data || op.output.bytes == 0) {
+    return common::invalid_argument("handle " + std::to_string(id) + " has no host output to take" +
+                                    (op.output.device ? " (it is in device memory: copy it)" : ""));
+  }
+  TakenOutput taken{std::move(op.output.data), op.output.bytes};
+  op.output.bytes = 0;
+  return taken;
+}
+
 Status HandleTable::release(int64_t id) {
   State released;  // freed outside the lock
   {

@@ -84,6 +84,16 @@ class HandleTable {
   // Runs `read` on a finished op under the table's lock; kNotFound, or
   // kFailedPrecondition while the op is pending.
   common::Status inspect(int64_t id, const std::function<common::Status(const FinishedOp&)>& read) const;
+  // Moves a finished op's engine-allocated host output out of the table
+  // (the handle keeps its shape, with no bytes left); kNotFound,
+  // kFailedPrecondition while pending, the op's own Status when it failed,
+  // kInvalidArgument when it has no host output (none, already taken, or in
+  // device memory).
+  struct TakenOutput {
+    HostBuffer data;
+    size_t bytes = 0;
+  };
+  common::Result<TakenOutput> take_host_output(int64_t id);
   // Forgets a finished op; kFailedPrecondition while pending.
   common::Status release(int64_t id);
   // Forgets an op whatever its state (one that never reached an engine).

@@ -365,3 +365,45 @@ def test_numpy_rejects_unsupported_dtype():
 def test_all_combinations_counted():
     # Guards the parametrization above from silently shrinking.
     assert len(list(itertools.product(OPS, DTYPES, VARIANTS))) == 200
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
+def test_large_outputs_are_handed_over_and_outlive_their_handles(dtype):
+    """Outputs of at least _core.TAKE_OUTPUT_MIN_BYTES come from libhvd's
+    memory without a copy (hvd_handle_take_output): right values for
+    allgather, alltoall and reducescatter, in torch and numpy; a view keeps
+    the memory after the output itself is gone, while later ops of the same
+    size (which reuse freed memory) run; writable like any tensor."""
+    from hvd import _core
+    n, r = hvd.size(), hvd.rank()
+    rows = _core.TAKE_OUTPUT_MIN_BYTES // (64 * torch.tensor([], dtype=dtype).element_size()) + 7
+    base = torch.arange(rows * 64).reshape(rows, 64) % 5
+    x = (base + r).to(dtype)
+    gathered = hvd.allgather(x, name=f"big_ag_{dtype}")
+    assert gathered.shape == (rows * n, 64)
+    for k in range(n):
+        assert torch.equal(gathered[k * rows:(k + 1) * rows], (base + k).to(dtype))
+    view = gathered[rows:]
+    expect = view.clone()
+    del gathered
+    gc.collect()
+    for i in range(4):  # would land in the view's memory had it been freed
+        other = hvd.allgather(torch.full_like(x, 3 - i % 2), name=f"big_ag_{dtype}_{i}")
+        assert other.shape == (rows * n, 64)
+        del other
+        gc.collect()
+    assert torch.equal(view, expect)
+    view.fill_(True if dtype is torch.bool else 1)  # writable memory of its own
+    splits = [rows // n] * (n - 1) + [rows - rows // n * (n - 1)]
+    out, received = hvd.alltoall(x, splits=splits, name=f"big_a2a_{dtype}")
+    assert received.tolist() == [splits[r]] * n
+    mine = slice(sum(splits[:r]), sum(splits[:r + 1]))
+    assert torch.equal(out, torch.cat([(base[mine] + k).to(dtype) for k in range(n)]))
+    if dtype is not torch.bool:
+        summed = hvd.reducescatter(x, op=hvd.Sum, name=f"big_rs_{dtype}")
+        total = sum((base + k).to(dtype) for k in range(n))
+        assert torch.equal(summed, total.tensor_split(n)[r])  # the first ranks get a row more
+    big = np.arange(rows * 64, dtype=np.float32).reshape(rows, 64) + r
+    got = hnp.allgather(big, name=f"big_np_{dtype}")
+    assert got.shape == (rows * n, 64) and got.flags.writeable
+    assert np.array_equal(got[rows * (n - 1):], big - r + n - 1)

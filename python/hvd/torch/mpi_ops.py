@@ -89,8 +89,16 @@ class _TorchKind:
         return torch.empty(shape, dtype=like.dtype, device=like.device)
 
     @staticmethod
+    def wrap(buffer, shape, like):
+        return torch.frombuffer(buffer, dtype=like.dtype).reshape(shape)
+
+    @staticmethod
     def nbytes(t):
         return t.numel() * t.element_size()
+
+    @staticmethod
+    def element_size(t):
+        return t.element_size()
 
     @staticmethod
     def copy_(dst, src):

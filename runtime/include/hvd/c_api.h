@@ -32,8 +32,8 @@ extern "C" {
 #define HVD_EXPORT __attribute__((visibility("default")))
 
 /* The version of this C ABI (structs and functions). 1: hvd_op with
- * struct_size and stream. */
-#define HVD_ABI_VERSION 1
+ * struct_size and stream. 2: hvd_handle_take_output, hvd_output_free. */
+#define HVD_ABI_VERSION 2
 
 /* Element types (hvd::common::DataType). */
 #define HVD_UINT8 0
@@ -210,6 +210,16 @@ HVD_EXPORT int hvd_handle_output_shape(int64_t handle, int64_t* shape, int32_t m
  * through the GPU transport's device functions and is waited for (within
  * the transport timeout) before this returns. */
 HVD_EXPORT int hvd_handle_copy_output(int64_t handle, void* dst, int64_t bytes);
+/* Hands the engine-allocated host output of a finished op to the caller
+ * without a copy: *data points at its *bytes bytes (the size
+ * hvd_handle_output_shape describes), which stay valid until
+ * hvd_output_free(*token) — callable from any thread, also after
+ * hvd_shutdown() or hvd_release() of the handle. The handle has no output
+ * bytes afterwards (hvd_handle_copy_output then fails). An output in device
+ * memory, an empty one or one already taken: HVD_ERR_INVALID_ARGUMENT. */
+HVD_EXPORT int hvd_handle_take_output(int64_t handle, void** data, int64_t* bytes, void** token);
+/* Frees an output taken with hvd_handle_take_output (NULL: nothing). */
+HVD_EXPORT void hvd_output_free(void* token);
 /* alltoall: rows received from each rank of the set (n = the set's size). */
 HVD_EXPORT int hvd_handle_received_splits(int64_t handle, int64_t* splits, int32_t n);
 /* join: the rank that joined last. */

@@ -313,6 +313,25 @@ TEST_CASE("c api: async ops and handles in a world of one", "[c_api]") {
   CHECK(hvd_handle_join_result(h, &last) == HVD_ERR_INVALID_ARGUMENT);
   REQUIRE(hvd_release(h) == HVD_OK);
 
+  // The output handed over instead of copied: valid after the handle is
+  // released, until hvd_output_free; taken once only.
+  REQUIRE(hvd_enqueue(&ag, &h) == HVD_OK);
+  REQUIRE(hvd_wait(h, 10) == HVD_OK);
+  void* taken = nullptr;
+  void* token = nullptr;
+  int64_t bytes = 0;
+  CHECK(hvd_handle_take_output(h, &taken, &bytes, nullptr) == HVD_ERR_INVALID_ARGUMENT);
+  REQUIRE(hvd_handle_take_output(h, &taken, &bytes, &token) == HVD_OK);
+  CHECK(bytes == 12);
+  CHECK(token != nullptr);
+  CHECK(hvd_handle_take_output(h, &taken, &bytes, &token) == HVD_ERR_INVALID_ARGUMENT);
+  CHECK_THAT(std::string(hvd_last_error()), Catch::Contains("no host output to take"));
+  REQUIRE(hvd_release(h) == HVD_OK);
+  CHECK(std::vector<int16_t>(static_cast<int16_t*>(taken), static_cast<int16_t*>(taken) + 6) == rows);
+  hvd_output_free(token);
+  hvd_output_free(nullptr);
+  CHECK(hvd_handle_take_output(h, &taken, &bytes, &token) == HVD_ERR_NOT_FOUND);
+
   // alltoall with splits, reducescatter, barrier, join.
   hvd_op a2a = make(HVD_OPTYPE_ALLTOALL, rows.data(), nullptr, shape3, 2, HVD_INT16);
   int64_t all_rows[] = {3};
