@@ -70,6 +70,13 @@ class Transport {
                                DataType type, ReduceOp op) = 0;
   virtual Status barrier() = 0;
 
+  // Allreduces of at least this many bytes are better run alone, in place,
+  // than copied into and out of a fusion buffer with others: this
+  // transport's cost per call is below the cost of those copies (0: fuse
+  // whatever fits the fusion threshold, as Horovod does). The same on every
+  // rank of a world.
+  virtual int64_t unfused_from_bytes() const { return 0; }
+
   // Autotune's hook. tunables(): the knobs this transport has (none by
   // default; a transport built over others may forward theirs).
   // set_tunable(): takes effect from the next call; every rank must set the

@@ -3,7 +3,8 @@
 #include <algorithm>
 
 // Items that can never share a batch with another (not an allreduce, fusion
-// disabled, larger than the threshold) become batches of one at once. The
+// disabled, larger than the threshold, a CPU item of at least alone_bytes)
+// become batches of one at once. The
 // rest are split into buckets of mutually compatible items (in index order);
 // since a batch only ever holds items of one bucket, running the greedy scan
 // inside each bucket and ordering all batches by their first index gives the
@@ -48,14 +49,15 @@ void plan_bucket(std::span<const FusionItem> items, std::vector<size_t> remainin
 }  // namespace
 
 std::vector<std::vector<size_t>> plan_fusion(std::span<const FusionItem> items,
-                                             int64_t threshold_bytes) {
+                                             int64_t threshold_bytes, int64_t alone_bytes) {
   std::vector<std::vector<size_t>> batches;
   // Each bucket: its items' indices, ascending; buckets in order of first index.
   std::vector<std::vector<size_t>> buckets;
   for (size_t i = 0; i < items.size(); ++i) {
     const FusionItem& item = items[i];
+    bool alone = alone_bytes > 0 && item.device == kCpuDevice && item.bytes >= alone_bytes;
     bool fusible = item.op_type == OpType::kAllreduce && threshold_bytes > 0 &&
-                   item.bytes >= 0 && item.bytes <= threshold_bytes;
+                   item.bytes >= 0 && item.bytes <= threshold_bytes && !alone;
     if (!fusible) {
       batches.push_back({i});
       continue;

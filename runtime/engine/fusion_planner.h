@@ -29,11 +29,14 @@ struct FusionItem {
 // equal. Greedy in order with look-ahead: each batch starts at the first
 // unplanned item and takes every later compatible unplanned item while the
 // batch stays within `threshold_bytes`. An item larger than the threshold is
-// a batch of its own; threshold 0 disables fusion (each item alone). (Grouped
-// ops need nothing here: a group becomes ready as a whole, in one cycle.)
+// a batch of its own; threshold 0 disables fusion (each item alone). So is a
+// CPU item of at least `alone_bytes` (> 0; 0: no such rule): on a transport
+// whose per-call cost is below copying it into and out of the fusion buffer,
+// it runs in place (Transport::unfused_from_bytes). (Grouped ops need
+// nothing here: a group becomes ready as a whole, in one cycle.)
 // Returns batches of indices into `items`, in execution order; every index
 // appears exactly once, and indices inside a batch ascend.
 std::vector<std::vector<size_t>> plan_fusion(std::span<const FusionItem> items,
-                                             int64_t threshold_bytes);
+                                             int64_t threshold_bytes, int64_t alone_bytes = 0);
 
 }  // namespace hvd::runtime::engine

@@ -266,7 +266,8 @@ Status SetEngine::execute(CyclePlan& plan, Timeline* timeline) {
     item_response_.push_back(i);
   }
   // (No early return when nothing runs: failed groups still complete below.)
-  for (const std::vector<size_t>& batch : plan_fusion(items_, tuning_.fusion_threshold())) {
+  for (const std::vector<size_t>& batch : plan_fusion(items_, tuning_.fusion_threshold(),
+                                                         transport_->unfused_from_bytes())) {
     batch_.clear();
     for (size_t k : batch) batch_.push_back(&responses[item_response_[k]]);
     if (timeline != nullptr) {

@@ -32,6 +32,10 @@ inline constexpr size_t kStagingBytes = 1 << 20;
 // The smallest chunk set_tunable("chunk_bytes") takes (a multiple of 64
 // bytes up to kStagingBytes; kStagingBytes by default).
 inline constexpr size_t kMinChunkBytes = 64 << 10;
+// Allreduces from this size on run alone, in place (unfused_from_bytes): a
+// call costs the engine about 26 us here, while copying 256 KiB into and out
+// of a fusion buffer costs about 50 us at 10 GB/s (bench/README.md).
+inline constexpr int64_t kUnfusedFromBytes = 256 << 10;
 
 class ShmTransport final : public Transport {
  public:
@@ -55,6 +59,7 @@ class ShmTransport final : public Transport {
   void abort(Status reason) override;
   std::vector<Tunable> tunables() const override;
   Status set_tunable(std::string_view tunable, int64_t value) override;
+  int64_t unfused_from_bytes() const override { return kUnfusedFromBytes; }
   // Whether this world reads peers' memory directly (cross_memory.h).
   const CrossMemory& cross_memory() const { return collectives_.cross_memory(); }
 

@@ -64,6 +64,15 @@ TEST_CASE("fusion planner: the threshold is respected", "[fusion]") {
   CHECK(plan_fusion(items, 39) == Batches{{0}, {1}, {2}, {3}, {4}});
 }
 
+TEST_CASE("fusion planner: CPU items from alone_bytes on run alone; device items still fuse",
+          "[fusion]") {
+  std::vector<FusionItem> items = {item(10), item(50), item(20), item(49), item(50)};
+  CHECK(plan_fusion(items, 1000, 50) == Batches{{0, 2, 3}, {1}, {4}});
+  CHECK(plan_fusion(items, 1000, 0) == Batches{{0, 1, 2, 3, 4}});  // 0: no such rule
+  for (FusionItem& i : items) i.device = 0;
+  CHECK(plan_fusion(items, 1000, 50) == Batches{{0, 1, 2, 3, 4}});
+}
+
 TEST_CASE("fusion planner: look-ahead skips what does not fit or is incompatible", "[fusion]") {
   // Item 1 does not fit beside item 0, item 2 does; item 1 then starts the next batch.
   std::vector<FusionItem> sizes = {item(60), item(50), item(40), item(50)};

@@ -30,10 +30,10 @@ class Ops {
  public:
   Ops(EngineWorld& w, int r) : w_(w), r_(r) {}
 
-  std::string enqueue(const std::vector<std::string>& names) {
+  std::string enqueue(const std::vector<std::string>& names, int64_t elements = 4) {
     for (const std::string& name : names) {
-      data_.emplace_back(4, r_ + 1.0f);  // a deque: earlier buffers stay put
-      auto h = submit(w_, r_, request(name, OpType::kAllreduce, DataType::kFloat32, {4}),
+      data_.emplace_back(elements, r_ + 1.0f);  // a deque: earlier buffers stay put
+      auto h = submit(w_, r_, request(name, OpType::kAllreduce, DataType::kFloat32, {elements}),
                       data_.back().data(), data_.back().data());
       if (!h.is_ok()) return "enqueue " + name + ": " + h.status().to_string();
       handles_.push_back(h.value());
@@ -168,6 +168,36 @@ TEST_CASE("pacing: a backward pass of 161 tensors still fuses with the default w
     CHECK(after.data_calls - before.data_calls <= 8);
     CHECK(after.fused_tensors - before.fused_tensors >= 140);
     if (step == 1) CHECK(after.cache_hits - before.cache_hits == 161);
+  }
+}
+
+TEST_CASE("fusion: on shm allreduces of 256 KiB or more run alone, in place; on gloo they fuse",
+          "[engine][pacing]") {
+  for (const char* transport : {"shm", "gloo"}) {
+    WorldOptions o;
+    o.size = 2;
+    o.transport = transport;
+    o.engine.cycle_time_ms = 10'000;
+    o.engine.batch_quiet = 50ms;  // robust against a preempted enqueuing thread
+    EngineWorld w(o);
+    CHECK_NO_PROBLEMS(on_ranks(2, [&](int r) { return Ops(w, r).run({"warm-up"}); }));
+    EngineStats before = w.engine(0).stats();
+    CHECK_NO_PROBLEMS(on_ranks(2, [&](int r) {
+      Ops ops(w, r);
+      std::string p = ops.enqueue(names("small", 6));
+      if (p.empty()) p = ops.enqueue(names("large", 3), 64 << 10);  // 256 KiB each
+      return p.empty() ? ops.wait() : p;
+    }));
+    EngineStats after = w.engine(0).stats();
+    INFO(transport);
+    CHECK(after.responses - before.responses == 9);
+    if (std::string(transport) == "shm") {
+      CHECK(after.data_calls - before.data_calls >= 4);  // each large one alone
+      CHECK(after.fused_tensors - before.fused_tensors <= 6);
+    } else {
+      CHECK(after.data_calls - before.data_calls <= 2);
+      CHECK(after.fused_tensors - before.fused_tensors >= 8);
+    }
   }
 }
 

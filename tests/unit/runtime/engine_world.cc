@@ -36,7 +36,7 @@ void EngineWorld::start(const WorldOptions& options, daemon::KvStore& store) {
       context.store = &store;
       context.key_prefix = options.key_prefix;
       context.timeout = options.transport_timeout;
-      auto t = registry.create("gloo", context);
+      auto t = registry.create(options.transport, context);
       if (t.is_ok()) {
         transports[static_cast<size_t>(r)] = std::move(t).value();
       } else {

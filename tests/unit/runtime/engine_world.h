@@ -24,6 +24,7 @@ struct WorldOptions {
   std::vector<int> global_ranks;    // default 0..size-1
   std::chrono::milliseconds transport_timeout{5000};
   std::string key_prefix = "engine-test/";
+  std::string transport = "gloo";  // the registry's name of every rank's transport
   // Wraps a rank's transport (fault injection); identity when empty.
   std::function<std::unique_ptr<transports::Transport>(int, std::unique_ptr<transports::Transport>)>
       wrap;
