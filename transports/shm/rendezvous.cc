@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <charconv>
 #include <fstream>
 #include <random>
 #include <string>
@@ -157,13 +158,17 @@ common::Result<Segment> create_or_attach(const TransportContext& c, Sharing shar
   if (text.rfind("error:", 0) == 0) {
     return common::unavailable("shm transport: rank 0 could not create the segment: " + text.substr(6));
   }
+  // "at:<nonce>:<where>"
   size_t colon = text.find(':', 3);
-  if (text.rfind("at:", 0) != 0 || colon == std::string::npos) {
+  uint64_t nonce = 0;
+  bool parsed = text.rfind("at:", 0) == 0 && colon != std::string::npos &&
+                std::from_chars(text.data() + 3, text.data() + colon, nonce).ptr == text.data() + colon;
+  if (!parsed) {
     return common::internal_error("shm transport: rank 0 published a malformed segment location");
   }
   std::string at = text.substr(colon + 1);
   if (sharing == Sharing::kNamed) name = at;
-  return Segment::attach(at, c.size, std::stoull(text.substr(3, colon - 3)));
+  return Segment::attach(at, c.size, nonce);
 }
 
 }  // namespace
