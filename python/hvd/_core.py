@@ -24,6 +24,7 @@ completed together (grouped ops). Both return a Handle.
 """
 
 import ctypes
+import math
 import numbers
 import weakref
 
@@ -136,14 +137,10 @@ def read_output(kind, handle_id, like, ndim):
     _lib.check(_lib.hvd_handle_output_shape(handle_id, shape, ndim, ctypes.byref(got)),
                "output shape")
     shape = tuple(shape[:got.value])
-    out = kind.empty(shape, like) if kind.info(like)[3] != C.DEVICE_CPU else None
-    if out is None:
-        count = 1
-        for d in shape:
-            count *= d
-        if count * kind.element_size(like) >= TAKE_OUTPUT_MIN_BYTES:
-            return _take_output(kind, handle_id, shape, like)
-        out = kind.empty(shape, like)
+    on_host = kind.info(like)[3] == C.DEVICE_CPU
+    if on_host and math.prod(shape) * kind.element_size(like) >= TAKE_OUTPUT_MIN_BYTES:
+        return _take_output(kind, handle_id, shape, like)
+    out = kind.empty(shape, like)
     nbytes = kind.nbytes(out)
     _lib.check(_lib.hvd_handle_copy_output(handle_id, kind.info(out)[0] if nbytes else None,
                                            nbytes), "copy output")

@@ -117,7 +117,14 @@ common::Result<Sharing> check_one_host(const TransportContext& c) {
                                   : "rank 0 is on " + first.host + " but rank " + std::to_string(r) +
                                         " is on " + id.host;
     } else if (!one_pid_ns && !one_shm) {
-      why = "rank " + std::to_string(r) + " shares neither rank 0's pid namespace nor its /dev/shm";
+      // This rank may share one of them with rank 0, an earlier rank the other.
+      bool same_pid_ns = id.pid_ns == first.pid_ns;
+      bool same_shm = id.shm == first.shm;
+      why = same_pid_ns || same_shm
+                ? "the ranks share neither one pid namespace nor one /dev/shm (rank " +
+                      std::to_string(r) + " has another " + (same_pid_ns ? "/dev/shm" : "pid namespace") +
+                      " than rank 0)"
+                : "rank " + std::to_string(r) + " shares neither rank 0's pid namespace nor its /dev/shm";
     }
     if (!why.empty()) {
       return common::failed_precondition("shm transport: " + why +
@@ -138,10 +145,11 @@ common::Result<Segment> create_or_attach(const TransportContext& c, Sharing shar
     auto segment = sharing == Sharing::kNamed ? Segment::create(name, c.size, staging_bytes)
                                               : Segment::create_anonymous(c.size, staging_bytes);
     if (c.size > 1) {
-      std::string where = segment.is_ok() ? (name.empty() ? segment.value().locator() : name) : "";
-      std::string value = segment.is_ok()
-                              ? "at:" + std::to_string(segment.value().header().nonce) + ":" + where
-                              : "error:" + segment.status().message();
+      std::string value = "error:" + segment.status().message();
+      if (segment.is_ok()) {
+        const std::string& where = name.empty() ? segment.value().locator() : name;
+        value = "at:" + std::to_string(segment.value().header().nonce) + ":" + where;
+      }
       common::Status published = c.store->set(key, value);
       if (!published.is_ok() && segment.is_ok()) {
         if (!name.empty()) Segment::unlink(name);
