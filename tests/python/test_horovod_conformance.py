@@ -183,9 +183,13 @@ def test_allreduce_inplace_and_async():
 
 
 def test_allreduce_duplicate_name_error():
-    # Horovod's test, step for step: a second op under a name in flight is a
-    # ValueError on the calling rank; the first op stays valid and completes
-    # once the other ranks submit it (after synch1, so it is surely in flight).
+    # Horovod's test: a second op under a name in flight is a ValueError on
+    # the calling rank; the first op stays valid and completes once the other
+    # ranks submit it (after synch1, so it is surely in flight on rank 0).
+    # On the other ranks Horovod's test repeats "duplicate_name" right after
+    # submitting it, but rank 0 submitted it long before, so with no latency
+    # floor it may already be done (and the repeat a new op): they check a
+    # name rank 0 submits only after synch2 instead.
     rank, size = hvd.rank(), hvd.size()
     if size == 1:
         pytest.skip("needs two ranks")
@@ -199,10 +203,14 @@ def test_allreduce_duplicate_name_error():
     hvd.allreduce(torch.FloatTensor([1]), name="synch1")
     if rank > 0:
         first = hvd.allreduce_async(tensor, name="duplicate_name")
-        with pytest.raises(ValueError, match="duplicate_name"):
-            hvd.allreduce_async(tensor, name="duplicate_name")
+        late = hvd.allreduce_async(tensor, name="duplicate_name_late")
+        with pytest.raises(ValueError, match="duplicate_name_late"):
+            hvd.allreduce_async(tensor, name="duplicate_name_late")
     hvd.allreduce(torch.FloatTensor([2]), name="synch2")
+    if rank == 0:
+        late = hvd.allreduce_async(tensor, name="duplicate_name_late")
     exact(hvd.synchronize(first), tensor)
+    exact(hvd.synchronize(late), tensor)
 
 
 def test_allreduce_mismatch_is_an_internal_error_everywhere():
