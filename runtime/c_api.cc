@@ -177,6 +177,13 @@ struct Feature {
 hvd::common::Result<int> yes() { return 1; }
 hvd::common::Result<int> no() { return 0; }
 hvd::common::Result<int> with_nccl_plugin() { return nccl_plugin_present(); }
+// As Horovod: NCCL's version code (2.28.9: 22809) when the plugin is there,
+// the one this build compiled it against; 1 when this libhvd.so was built
+// without the plugin (a foreign one beside it: its version is unknown here).
+hvd::common::Result<int> nccl_version_code() {
+  constexpr int kCode = HVD_NCCL_VERSION_CODE;
+  return nccl_plugin_present() == 0 ? 0 : (kCode > 0 ? kCode : 1);
+}
 
 constexpr Feature kFeatures[] = {
     {"gloo_built", yes},
@@ -184,7 +191,7 @@ constexpr Feature kFeatures[] = {
     {"mpi_built", no},
     {"mpi_enabled", no},
     {"mpi_threads_supported", no},
-    {"nccl_built", with_nccl_plugin},
+    {"nccl_built", nccl_version_code},
     {"cuda_built", with_nccl_plugin},  // CUDA tensors go through the NCCL plugin
     {"rocm_built", no},
     {"ccl_built", no},

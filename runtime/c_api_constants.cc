@@ -92,8 +92,9 @@ static_assert(offsetof(hvd_op, splits) == 80);
 static_assert(offsetof(hvd_op, process_set_id) == 88);
 static_assert(HVD_OP_MIN_SIZE == 96, "the oldest layout ends with process_set_id");
 static_assert(offsetof(hvd_op, stream) == 96);
-static_assert(sizeof(hvd_op) == 104, "HVD_ABI_VERSIONs 1 and 2's hvd_op (2 added functions only)");
-static_assert(HVD_ABI_VERSION == 2, "a new ABI version: update the layout asserts above");
+static_assert(offsetof(hvd_op, ready_event) == 104);
+static_assert(sizeof(hvd_op) == 112, "HVD_ABI_VERSION 3's hvd_op (1 and 2's ended at 104)");
+static_assert(HVD_ABI_VERSION == 3, "a new ABI version: update the layout asserts above");
 
 struct Constant {
   std::string_view name;
@@ -125,7 +126,7 @@ constexpr Constant kConstants[] = {
     HVD_OFFSET(output), HVD_OFFSET(shape), HVD_OFFSET(ndim), HVD_OFFSET(dtype),
     HVD_OFFSET(device), HVD_OFFSET(reduce_op), HVD_OFFSET(prescale_factor),
     HVD_OFFSET(postscale_factor), HVD_OFFSET(root_rank), HVD_OFFSET(splits),
-    HVD_OFFSET(process_set_id), HVD_OFFSET(stream),
+    HVD_OFFSET(process_set_id), HVD_OFFSET(stream), HVD_OFFSET(ready_event),
 };
 #undef HVD_OFFSET
 #undef HVD_CONSTANT

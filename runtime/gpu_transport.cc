@@ -5,7 +5,10 @@
 #include <utility>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "runtime/gpu_hierarchical.h"
+#include "transports/auto_select.h"
 #include "transports/hierarchical/device_hierarchical.h"
 #include "transports/hierarchical/factory.h"
 #include "transports/staging/staged_transport.h"
@@ -91,9 +94,16 @@ common::Result<transports::DeviceLink> GpuTransportChoice::connect_staged(
       if (!found.is_ok()) return found.status();
       layout = std::move(found).value();
     }
+    // Otherwise the best CPU transport for where the set's ranks sit
+    // ("auto": shm on one host, hierarchical across equal hosts, gloo).
     auto cpu = layout ? transports::hierarchical::create(context, *layout)
-                      : registry.create(DeviceKind::kCpu, kStaged, context);
+                      : registry.create(DeviceKind::kCpu, transports::kAutoTransport, context);
     if (!cpu.is_ok()) return cpu.status();
+    if (!layout && context.rank == 0) {
+      spdlog::info("CUDA tensors of this process set are staged through pinned host memory to "
+                   "the CPU transport {} ({}: the best one for where its ranks sit)",
+                   cpu.value()->name(), prefix);
+    }
     return std::unique_ptr<transports::Transport>(
         std::make_unique<transports::staging::StagedTransport>(std::move(cpu).value(),
                                                                std::move(work)));

@@ -4,8 +4,9 @@
 // (SetEngine's DeviceRoute calls connect()). Nothing falls back silently:
 //  - auto: nccl when it can run here; otherwise connect() fails with nccl's
 //    reason;
-//  - gloo: CUDA tensors staged through pinned host memory for the gloo CPU
-//    transport (transports/staging/), the device work (copies, pinned
+//  - gloo: CUDA tensors staged through pinned host memory for the best CPU
+//    transport of the set ("auto": shm on one host, hierarchical across
+//    equal hosts, else gloo; transports/staging/), the device work (copies, pinned
 //    memory) from the CUDA plugin named by gpu_staging_plugin
 //    (HVD_GPU_STAGING_PLUGIN, default nccl: libhvd_nccl.so's device
 //    functions, which need no NCCL communicator);

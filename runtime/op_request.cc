@@ -183,10 +183,15 @@ common::Result<engine::Entry> make_entry(const hvd_op& op, const engine::Process
     return invalid_argument(call + ": a stream is given but the op is on the CPU "
                                    "(device HVD_DEVICE_CPU); streams are for CUDA tensors");
   }
+  if (op.device == HVD_DEVICE_CPU && op.ready_event != nullptr) {
+    return invalid_argument(call + ": a ready_event is given but the op is on the CPU "
+                                   "(device HVD_DEVICE_CPU); events are for CUDA tensors");
+  }
   // A device op runs on the set's GPU transport (created at the first one;
   // its errors, e.g. no such transport here, complete the op).
   q.device = op.device;
   e.stream = op.stream;
+  e.ready_event = op.ready_event;
   HVD_RETURN_IF_ERROR(check_shape(op, q, call));
   HVD_RETURN_IF_ERROR(check_reduction(op, q, call));
   HVD_RETURN_IF_ERROR(check_buffers(op, e, call));

@@ -9,6 +9,8 @@
 //
 // Every call but synchronize() only enqueues on `stream` (a cudaStream_t,
 // opaque here; null: the legacy default stream) and returns at once.
+// A provider with a communication stream (comm_stream()) gets every device
+// op of the engine there, ordered after the op's stream by stream_wait().
 // Callable from several threads (the engine thread, and user threads
 // copying engine-allocated outputs); synchronize() calls are serialized by
 // the implementation.
@@ -52,6 +54,15 @@ class DeviceWork {
                                double factor, void* stream) = 0;
   // Until `stream`'s work so far is done, at most the transport timeout.
   virtual common::Status synchronize(void* stream) = 0;
+
+  // The device's communication stream, on which the engine runs device ops
+  // (never the framework's stream); null when the provider has none (a
+  // plugin of ABI version 2: ops then run on their own stream).
+  virtual void* comm_stream() const = 0;
+  // `waiter` waits on the device (no host wait) for `event` when it is not
+  // null (recorded by the framework on `stream` when the op was enqueued),
+  // else for the work enqueued on `stream` so far.
+  virtual common::Status stream_wait(void* waiter, void* stream, void* event) = 0;
 };
 
 // Optional extension of a Transport whose ops enqueue on a CUDA stream (a

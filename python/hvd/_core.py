@@ -7,6 +7,11 @@ An adapter (``kind``) knows one array type (torch tensors, numpy arrays):
                           of a prepared array
     stream(x)          -> the CUDA stream (an int) its op is ordered on, or
                           None (CPU arrays)
+    ready_event(x)     -> (event, pointer): an event recorded now on that
+                          stream, for the device's communication stream to
+                          wait on (kept alive until the op completes), and
+                          its cudaEvent_t as an int; (None, None) for CPU
+                          arrays
     empty(shape, like) -> a new contiguous array with like's dtype and device
     wrap(buffer, shape, like)
                        -> an array of like's dtype over a writable buffer
@@ -14,7 +19,9 @@ An adapter (``kind``) knows one array type (torch tensors, numpy arrays):
     nbytes(x)          -> size of a prepared array in bytes
     element_size(x)    -> bytes per element of an array
     copy_(dst, src)    -> copies src into dst (dst may be non-contiguous)
-    int_array(values)  -> an int32 array of the values (received splits)
+    int_array(values, like)
+                       -> an int32 array of the values on like's device
+                          (received splits, where Horovod puts them)
     to_list(values)    -> a list of ints from a sequence or an array
 
 Each ``prep_*`` builds one hvd_op (by field name: _lib.make_op) and says
@@ -97,10 +104,18 @@ def submit(prep, what):
     return Handle((h.value,), prep.keep, lambda ids: finish(ids[0]))
 
 
+def _device_name(device):
+    return "CPU" if device == C.DEVICE_CPU else f"CUDA device {device}"
+
+
 def submit_group(preps, what):
     n = len(preps)
     if n == 0:
         return Handle((), None, lambda ids: [])
+    devices = sorted({p.op.device for p in preps})
+    if len(devices) > 1:  # as Horovod: one group, one device
+        raise RuntimeError(f"{what}: the tensors of one group must all be on one device; "
+                           f"these are on {', '.join(_device_name(d) for d in devices)}")
     ops = (hvd_op * n)(*[p.op for p in preps])
     handles = (ctypes.c_int64 * n)()
     code = _lib.hvd_enqueue_group(ops, n, handles)
@@ -159,6 +174,13 @@ def _in_place_result(kind, tensor, src):
 
 # ---- The ops ----------------------------------------------------------------
 
+def _ordering(kind, src):
+    """make_op's stream and ready_event for a prepared array (recorded after
+    prepare(), so a contiguous copy is included), and the event to keep."""
+    event, pointer = kind.ready_event(src)
+    return {"stream": kind.stream(src), "ready_event": pointer}, event
+
+
 def prep_allreduce(kind, tensor, inplace, name, op, prescale_factor, postscale_factor,
                    process_set):
     src = kind.prepare(tensor)
@@ -170,12 +192,12 @@ def prep_allreduce(kind, tensor, inplace, name, op, prescale_factor, postscale_f
         out_ptr = kind.info(out)[0]
         finish = lambda hid: out  # noqa: E731
     dims = _shape_array(shape)
+    order, event = _ordering(kind, src)
     o = make_op(op_type=C.OPTYPE_ALLREDUCE, name=_name(name), input=ptr, output=out_ptr,
                 shape=dims, ndim=len(shape), dtype=dtype, device=device,
                 reduce_op=reduce_op_code(op), prescale_factor=prescale_factor,
-                postscale_factor=postscale_factor, process_set_id=set_id(process_set),
-                stream=kind.stream(src))
-    return Prep(o, (tensor, src, out, dims), finish)
+                postscale_factor=postscale_factor, process_set_id=set_id(process_set), **order)
+    return Prep(o, (tensor, src, out, dims, event), finish)
 
 
 def prep_broadcast(kind, tensor, inplace, root_rank, name, process_set):
@@ -190,10 +212,11 @@ def prep_broadcast(kind, tensor, inplace, root_rank, name, process_set):
         out_ptr = kind.info(out)[0]
         finish = lambda hid: out  # noqa: E731
     dims = _shape_array(shape)
+    order, event = _ordering(kind, src)
     o = make_op(op_type=C.OPTYPE_BROADCAST, name=_name(name), input=ptr, output=out_ptr,
                 shape=dims, ndim=len(shape), dtype=dtype, device=device, root_rank=root,
-                process_set_id=ps_id, stream=kind.stream(src))
-    return Prep(o, (tensor, src, out, dims), finish)
+                process_set_id=ps_id, **order)
+    return Prep(o, (tensor, src, out, dims, event), finish)
 
 
 def _rows_op(op_type, kind, tensor, name, process_set, reduce_op=None, prescale_factor=1.0,
@@ -203,22 +226,23 @@ def _rows_op(op_type, kind, tensor, name, process_set, reduce_op=None, prescale_
     if len(shape) == 0:
         raise ValueError("the tensor needs at least one dimension (rows), not a scalar")
     code = 0 if reduce_op is None else reduce_op_code(reduce_op)
+    order, event = _ordering(kind, src)
     o = make_op(op_type=op_type, name=_name(name), input=ptr, shape=_shape_array(shape),
                 ndim=len(shape), dtype=dtype, device=device, reduce_op=code,
                 prescale_factor=prescale_factor, postscale_factor=postscale_factor,
-                splits=splits, process_set_id=set_id(process_set), stream=kind.stream(src))
-    return o, src, len(shape)
+                splits=splits, process_set_id=set_id(process_set), **order)
+    return o, (src, event), len(shape)
 
 
 def prep_allgather(kind, tensor, name, process_set):
-    o, src, ndim = _rows_op(C.OPTYPE_ALLGATHER, kind, tensor, name, process_set)
-    return Prep(o, (tensor, src), lambda hid: read_output(kind, hid, src, ndim))
+    o, (src, event), ndim = _rows_op(C.OPTYPE_ALLGATHER, kind, tensor, name, process_set)
+    return Prep(o, (tensor, src, event), lambda hid: read_output(kind, hid, src, ndim))
 
 
 def prep_reducescatter(kind, tensor, name, op, prescale_factor, postscale_factor, process_set):
-    o, src, ndim = _rows_op(C.OPTYPE_REDUCESCATTER, kind, tensor, name, process_set, op,
-                            prescale_factor, postscale_factor)
-    return Prep(o, (tensor, src), lambda hid: read_output(kind, hid, src, ndim))
+    o, (src, event), ndim = _rows_op(C.OPTYPE_REDUCESCATTER, kind, tensor, name, process_set,
+                                     op, prescale_factor, postscale_factor)
+    return Prep(o, (tensor, src, event), lambda hid: read_output(kind, hid, src, ndim))
 
 
 def prep_alltoall(kind, tensor, splits, name, process_set):
@@ -232,15 +256,15 @@ def prep_alltoall(kind, tensor, splits, name, process_set):
         if any(v < 0 for v in values):
             raise ValueError(f"alltoall: splits {values} has negative entries")
         splits_array = (ctypes.c_int64 * n)(*values)
-    o, src, ndim = _rows_op(C.OPTYPE_ALLTOALL, kind, tensor, name, process_set,
-                            splits=splits_array)
+    o, (src, event), ndim = _rows_op(C.OPTYPE_ALLTOALL, kind, tensor, name, process_set,
+                                     splits=splits_array)
 
     def finish(hid):
         out = read_output(kind, hid, src, ndim)
         received = (ctypes.c_int64 * n)()
         _lib.check(_lib.hvd_handle_received_splits(hid, received, n), "received splits")
-        return out, kind.int_array(list(received))
-    return Prep(o, (tensor, src, splits_array), finish)
+        return out, kind.int_array(list(received), tensor)
+    return Prep(o, (tensor, src, splits_array, event), finish)
 
 
 def split_values(values):

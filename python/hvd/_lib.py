@@ -58,7 +58,7 @@ _pi32 = ctypes.POINTER(ctypes.c_int32)
 
 
 # The HVD_ABI_VERSION this package was written for (hvd/c_api.h).
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 
 class hvd_op(ctypes.Structure):
@@ -82,6 +82,7 @@ class hvd_op(ctypes.Structure):
         ("splits", _pi64),
         ("process_set_id", ctypes.c_int32),
         ("stream", ctypes.c_void_p),
+        ("ready_event", ctypes.c_void_p),
     ]
 
 

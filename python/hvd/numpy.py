@@ -55,6 +55,10 @@ class _NumpyKind:
         return None  # host memory
 
     @staticmethod
+    def ready_event(a):
+        return None, None  # host memory
+
+    @staticmethod
     def empty(shape, like):
         return _np.empty(shape, dtype=like.dtype)
 
@@ -75,7 +79,7 @@ class _NumpyKind:
         dst[...] = src
 
     @staticmethod
-    def int_array(values):
+    def int_array(values, like):
         return _np.asarray(values, dtype=_np.int32)
 
     @staticmethod

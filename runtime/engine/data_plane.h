@@ -23,16 +23,25 @@
 
 namespace hvd::runtime::engine {
 
+// A device op's stream and the event recorded on it at enqueue (null: none).
+struct OpStream {
+  void* stream = nullptr;
+  void* ready = nullptr;
+  bool operator==(const OpStream&) const = default;
+};
+
 class DataPlane {
  public:
   virtual ~DataPlane() = default;
 
   // Whether the memory is a device's (then begin() and synchronize() matter).
   virtual bool on_device() const = 0;
-  // Starts a batch whose tensors are ordered on streams[0] (its ops and the
-  // transport's enqueue there); the work already on the other streams
-  // (ops of the batch from other streams) is waited for. Host: nothing.
-  virtual common::Status begin(std::span<void* const> streams) = 0;
+  // Starts a batch of device ops from these streams. With the device's
+  // communication stream, everything runs there, after it waited (on the
+  // device) for each op's ready event, or its stream's work so far. Without
+  // one (an older plugin), on ops[0]'s stream, the others waited for on the
+  // host. Host: nothing.
+  virtual common::Status begin(std::span<const OpStream> ops) = 0;
   // Ends a batch: waits until its work on the device is done (bounded by the
   // transport timeout), so the handles complete with the results in place.
   virtual common::Status synchronize() = 0;

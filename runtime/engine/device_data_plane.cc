@@ -49,11 +49,17 @@ DeviceDataPlane::~DeviceDataPlane() {
   work_->free(identity_.data, true);
 }
 
-Status DeviceDataPlane::begin(std::span<void* const> streams) {
-  stream_ = streams.empty() ? nullptr : streams.front();
+Status DeviceDataPlane::begin(std::span<const OpStream> ops) {
+  if (void* comm = work_->comm_stream(); comm != nullptr) {
+    stream_ = comm;
+    if (streamed_ != nullptr) streamed_->set_stream(comm);
+    for (const OpStream& op : ops) HVD_RETURN_IF_ERROR(work_->stream_wait(comm, op.stream, op.ready));
+    return Status::ok();
+  }
+  stream_ = ops.empty() ? nullptr : ops.front().stream;
   if (streamed_ != nullptr) streamed_->set_stream(stream_);
-  for (void* other : streams) {
-    if (other != stream_) HVD_RETURN_IF_ERROR(work_->synchronize(other));
+  for (const OpStream& other : ops) {
+    if (other.stream != stream_) HVD_RETURN_IF_ERROR(work_->synchronize(other.stream));
   }
   return Status::ok();
 }

@@ -3,9 +3,14 @@
 // batched copy each (DeviceWork::copy) and one scaling of the whole fused
 // buffer (DeviceWork::scale, finish_reduction's semantics), identities for a
 // joined rank copied from pinned host memory; everything enqueued on the
-// batch's stream (the ops' hvd_op.stream), which the GPU transport gets too
+// batch's stream, which the GPU transport gets too
 // (StreamedTransport::set_stream) so the collective is ordered after the
-// packing. synchronize() waits for that stream at the end of every batch:
+// packing. The batch's stream is the device's communication stream
+// (DeviceWork::comm_stream), made to wait on the device for each op's ready
+// event (hvd_op.ready_event) or its stream's work: never the framework's
+// stream, whose compute goes on meanwhile. A provider without one (a
+// plugin of ABI version 2): the ops' own stream (hvd_op.stream).
+// synchronize() waits for that stream at the end of every batch:
 // a handle completes only when its result is in place (so the next batch
 // may reuse the fusion buffer and the pinned scratch).
 //
@@ -35,7 +40,7 @@ class DeviceDataPlane final : public DataPlane {
   DeviceDataPlane& operator=(const DeviceDataPlane&) = delete;
 
   bool on_device() const override { return true; }
-  common::Status begin(std::span<void* const> streams) override;
+  common::Status begin(std::span<const OpStream> ops) override;
   common::Status synchronize() override;
   common::Result<OpOutput> allocate(size_t bytes, std::vector<int64_t> shape) override;
   common::Result<uint8_t*> reserve(size_t bytes) override;

@@ -58,9 +58,10 @@ Executor::Executor(transports::Transport& transport, int rank, int size, EngineC
 Status Executor::begin_device(std::span<Response* const> batch) {
   streams_.clear();
   for (Response* r : batch) {
-    void* stream = r->has_entry ? r->entry.stream : nullptr;
-    if (std::find(streams_.begin(), streams_.end(), stream) == streams_.end()) {
-      streams_.push_back(stream);
+    const OpStream op = r->has_entry ? OpStream{r->entry.stream, r->entry.ready_event}
+                                     : OpStream{};
+    if (std::find(streams_.begin(), streams_.end(), op) == streams_.end()) {
+      streams_.push_back(op);
     }
   }
   return plane_->begin(streams_);

@@ -62,7 +62,7 @@ class Executor {
   int size_;
   EngineCounters& counters_;
   std::unique_ptr<DataPlane> plane_;
-  std::vector<void*> streams_;
+  std::vector<OpStream> streams_;
   std::vector<FusionPart> parts_;
   Timeline* timeline_ = nullptr;
   const std::string* prefix_ = nullptr;

@@ -43,9 +43,11 @@ struct Entry {
   Request request;
   const void* input = nullptr;  // null when the op has no input (join, barrier)
   void* output = nullptr;       // allreduce, broadcast: the result; else null
-  // Device ops: the framework's CUDA stream (hvd_op.stream; null: default).
-  // Carried for the GPU transport; not passed to it yet (docs/gpu.md).
+  // Device ops: the framework's CUDA stream (hvd_op.stream; null: default)
+  // and the event recorded on it at enqueue (hvd_op.ready_event; may be
+  // null): the device's communication stream waits for it (docs/gpu.md).
   void* stream = nullptr;
+  void* ready_event = nullptr;
   int64_t handle = 0;
   Clock::time_point enqueued{};
 

@@ -13,7 +13,8 @@
 //                              copies of odd sizes and alignments, staging
 //                              through pinned host memory, and device_scale
 //                              equal to runtime/scale.h's finish_reduction
-//                              for every type
+//                              for every type but float16, which follows
+//                              Horovod's CUDA kernels (factor in half)
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -24,6 +25,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/half.h"
 #include "runtime/scale.h"
 #include "transports/plugin/known_plugins.h"
 #include "transports/plugin/plugin_loader.h"
@@ -173,6 +175,17 @@ int run_abort() {
   return failures == 0 ? 0 : 1;
 }
 
+// float16 on the device as Horovod's CUDA kernels scale it: the factor
+// (an Average's 1 / size folded in) rounded to half first, the product of
+// two halves (exact in float) rounded to half once.
+void horovod_cuda_half_scale(unsigned char* data, size_t count, double factor) {
+  auto* v = reinterpret_cast<uint16_t*>(data);
+  const float f = hvd::common::half_to_float(hvd::common::float_to_half(static_cast<float>(factor)));
+  for (size_t i = 0; i < count; ++i) {
+    v[i] = hvd::common::float_to_half(hvd::common::half_to_float(v[i]) * f);
+  }
+}
+
 // The device_* functions of the loaded nccl plugin.
 class DeviceApi {
  public:
@@ -267,9 +280,13 @@ int run_device() {
              std::string("device_scale: ") + status.message);
       device.copy({{pinned, src, bytes}});
       device.sync();
-      expect_ok(hvd::runtime::finish_reduction(host.data(), host.data(), count, type, divisor,
-                                               factor),
-                "host finish_reduction");
+      if (type == DataType::kFloat16) {
+        horovod_cuda_half_scale(host.data(), count, factor / divisor);
+      } else {
+        expect_ok(hvd::runtime::finish_reduction(host.data(), host.data(), count, type, divisor,
+                                                 factor),
+                  "host finish_reduction");
+      }
       expect(std::memcmp(pinned, host.data(), bytes) == 0,
              "device_scale equals finish_reduction for type " + std::to_string(code) +
                  ", divisor " + std::to_string(divisor) + ", factor " + std::to_string(factor));

@@ -91,6 +91,50 @@ def test_broadcast_allgather_alltoall_reducescatter(dtype):
          hvd.reducescatter(r, op=hvd.Sum, name=f"c.rs.{dtype}"))
 
 
+def horovod_cuda_half_scale(x, factor):
+    """float16 scaled as Horovod's CUDA kernels do: the factor rounded to
+    half first, the product of two halves (exact in float) rounded once."""
+    h = torch.tensor(factor, dtype=torch.float32).half().float()
+    return (x.float() * h).half()
+
+
+def test_float16_scaling_is_horovods_on_cuda():
+    # Values and factors where rounding the factor to half first changes the
+    # result (1/3 and 0.1 are not halves).
+    x = (torch.arange(1, 257, dtype=torch.float32) * 0.37).half()
+    for pre, post in ((1 / 3, 1.0), (1.0, 0.1), (0.7, 3.3)):
+        summed = hvd.allreduce(x.cuda(), op=hvd.Sum, name=f"g.h.sum.{pre}.{post}")
+        got = hvd.allreduce(x.cuda(), op=hvd.Sum, prescale_factor=pre, postscale_factor=post,
+                            name=f"g.h.scaled.{pre}.{post}").cpu()
+        scaled_in = horovod_cuda_half_scale(x, pre)
+        reduced = hvd.allreduce(scaled_in.cuda(), op=hvd.Sum, name=f"g.h.ref.{pre}.{post}").cpu()
+        assert torch.equal(got, horovod_cuda_half_scale(reduced, post)), (pre, post)
+        assert summed.dtype == torch.float16
+    # On the CPU, as Horovod's CPU path: float math with a float factor.
+    cpu = hvd.allreduce(x, op=hvd.Sum, prescale_factor=1 / 3, name="c.h.scaled")
+    want = (hvd.allreduce((x.float() * torch.tensor(1 / 3)).half(), op=hvd.Sum, name="c.h.ref"))
+    assert torch.equal(cpu, want)
+
+
+def test_alltoall_received_splits_on_the_tensors_device():
+    splits = torch.tensor([1] * hvd.size(), dtype=torch.int32, device=device())
+    a = torch.ones(hvd.size(), 2, device=device())
+    out, received = hvd.alltoall(a, splits=splits, name="g.a2a.splits.device")
+    assert out.device == device() and received.device == device(), received.device
+    assert received.tolist() == [1] * hvd.size()
+
+
+def test_a_group_mixing_cpu_and_cuda_tensors_raises():
+    with pytest.raises(RuntimeError, match="one device"):
+        hvd.grouped_allreduce([torch.ones(2), torch.ones(2, device=device())], name="g.mixed")
+    ok = hvd.grouped_allreduce([torch.ones(2, device=device())] * 2, name="g.after.mixed")
+    assert ok[0].device == device()
+
+
+def test_nccl_built_is_the_nccl_version_code():
+    assert hvd.nccl_built() >= 2700, hvd.nccl_built()  # 2.28.9 -> 22809
+
+
 def test_ops_ordered_on_a_side_stream():
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):

@@ -37,11 +37,16 @@ def test_device_ops_run_on_the_plugin_and_cpu_ops_do_not(hvdrun):
 @pytest.mark.parametrize("np_", [2, 3])
 def test_staged_device_ops_run_on_the_cpu_transport_through_the_device_copies(hvdrun, np_):
     # HVD_GPU_TRANSPORT=gloo: fakecuda provides only the device work.
-    r = job(hvdrun, np_, ["staged", str(PLUGIN)], HVD_GPU_TRANSPORT="gloo",
-            HVD_GPU_STAGING_PLUGIN="fakecuda", HVD_TRANSPORT_PLUGINS=f"fakecuda:cuda:{PLUGIN}")
-    assert r.returncode == 0, r.stdout + r.stderr
+    r = job(hvdrun, np_, ["staged", str(PLUGIN)], hvdrun_args=["--log-level", "info"],
+            HVD_GPU_TRANSPORT="gloo", HVD_GPU_STAGING_PLUGIN="fakecuda",
+            HVD_TRANSPORT_PLUGINS=f"fakecuda:cuda:{PLUGIN}")
+    out = r.stdout + r.stderr
+    assert r.returncode == 0, out
     for rank in range(np_):
         assert f"ok rank {rank}" in r.stdout, r.stdout
+    # One host: staged to shm, the host's best CPU transport (not gloo's TCP).
+    assert ("CUDA tensors of this process set are staged through pinned host memory to the "
+            "CPU transport shm (HVD_GPU_TRANSPORT=gloo: ") in out, out
 
 
 def test_staging_without_device_functions_says_why(hvdrun):

@@ -41,6 +41,8 @@ def test_answers_and_types():
     assert ht.cuda_built() is nccl
     assert type(ht.nccl_built()) is int  # Horovod's type: an int, 0 when not built
     assert bool(ht.nccl_built()) is nccl
+    if nccl:  # Horovod's value: NCCL's version code (2.28.9: 22809), >= 2700 for alltoall
+        assert ht.nccl_built() >= 2700, ht.nccl_built()
 
 
 def test_the_library_answers():
@@ -64,7 +66,12 @@ def test_nccl_plugin_beside_the_library():
         shutil.copy(_lib.path, copy)
         assert probe(copy) == ["0", "False", "True"]
         open(os.path.join(d, "libhvd_nccl.so"), "wb").close()
-        assert probe(copy) == ["1", "True", "True"]
+        code, cuda, gloo = probe(copy)
+        assert (cuda, gloo) == ("True", "True")
+        # NCCL's version code of this build's plugin (1: built without one).
+        assert int(code) >= 1
+        if plugin_beside(_lib.path):
+            assert int(code) == ht.nccl_built() >= 2700
 
 
 def test_gloo_enabled_follows_the_cpu_transport():

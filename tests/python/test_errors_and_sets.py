@@ -116,6 +116,22 @@ def test_unsupported_dtypes_and_devices():
         ht.allreduce([1.0, 2.0])
 
 
+def test_a_group_mixing_devices_is_refused_before_anything_runs():
+    # As Horovod: RuntimeError, nothing enqueued. (A CPU torch cannot make a
+    # CUDA tensor: the ops are built as hvd.torch would build them.)
+    from hvd import _core
+    a, b = np.ones(2, np.float32), np.ones(3, np.float32)
+    preps = [_core.Prep(_lib.make_op(op_type=_lib.C.OPTYPE_ALLREDUCE, input=a.ctypes.data,
+                                     dtype=_lib.C.FLOAT32, device=device), (a, b), None)
+             for device in (_lib.C.DEVICE_CPU, 0)]
+    with pytest.raises(RuntimeError, match="grouped_allreduce: the tensors of one group must "
+                                           "all be on one device; these are on CPU, CUDA "
+                                           "device 0"):
+        _core.submit_group(preps, "grouped_allreduce")
+    after = ht.grouped_allreduce([torch.ones(2), torch.ones(3)], op=ht.Sum, name="after.mixed")
+    assert after[1].sum() == 3 * ht.size()
+
+
 def test_engine_argument_errors():
     with pytest.raises(ValueError, match="average is not defined for bool"):
         ht.allreduce(torch.ones(2, dtype=torch.bool), op=ht.Average)

@@ -24,6 +24,12 @@ DeviceContext* DeviceContext::open(int32_t device, int64_t timeout_ms, hvd_plugi
   if (context->enter("opening the device", status) != HVD_OK ||
       context->check("cudaEventCreate", cudaEventCreateWithFlags(&context->done_,
                                                                  cudaEventDisableTiming),
+                     status) != HVD_OK ||
+      context->check("cudaEventCreate", cudaEventCreateWithFlags(&context->ready_,
+                                                                 cudaEventDisableTiming),
+                     status) != HVD_OK ||
+      context->check("cudaStreamCreateWithFlags",
+                     cudaStreamCreateWithFlags(&context->comm_, cudaStreamNonBlocking),
                      status) != HVD_OK) {
     delete context;
     return nullptr;
@@ -32,7 +38,29 @@ DeviceContext* DeviceContext::open(int32_t device, int64_t timeout_ms, hvd_plugi
 }
 
 DeviceContext::~DeviceContext() {
+  // Returns at once; CUDA frees the stream once its work is done (every
+  // batch ended synchronized; a stuck one must not hold up the close).
+  if (comm_ != nullptr) cudaStreamDestroy(comm_);
   if (done_ != nullptr) cudaEventDestroy(done_);
+  if (ready_ != nullptr) cudaEventDestroy(ready_);
+}
+
+int32_t DeviceContext::stream_wait(void* waiter, void* stream, void* event,
+                                   hvd_plugin_status* status) {
+  if (enter("ordering the communication stream", status) != HVD_OK) return status->code;
+  auto* w = static_cast<cudaStream_t>(waiter);
+  if (event != nullptr) {
+    return check("cudaStreamWaitEvent (the op's ready event)",
+                 cudaStreamWaitEvent(w, static_cast<cudaEvent_t>(event), 0), status);
+  }
+  // The wait takes the event as recorded now: ready_ may be recorded again
+  // at once for the next op.
+  std::lock_guard<std::mutex> lock(ready_mu_);
+  if (check("cudaEventRecord (the op's stream)",
+            cudaEventRecord(ready_, static_cast<cudaStream_t>(stream)), status) != HVD_OK) {
+    return status->code;
+  }
+  return check("cudaStreamWaitEvent", cudaStreamWaitEvent(w, ready_, 0), status);
 }
 
 int32_t DeviceContext::check(const char* what, cudaError_t error, hvd_plugin_status* status) {

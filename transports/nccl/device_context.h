@@ -3,6 +3,10 @@
 // without a communicator (staging through host memory needs none).
 // Every call sets the device first (the engine thread's current device may
 // be another); synchronize() polls an event with the context's deadline.
+// ABI version 3: the context owns the device's communication stream (made
+// non-blocking, so it never waits for, nor holds up, the legacy default
+// stream the framework may compute on); stream_wait() orders it after the
+// framework's stream with an event, on the device.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -10,6 +14,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <mutex>
 
 #include "transports/plugin/transport_plugin.h"
 
@@ -30,6 +35,8 @@ class DeviceContext {
   int32_t scale(void* data, size_t count, int32_t dtype, int32_t divisor, double factor,
                 void* stream, hvd_plugin_status* status);
   int32_t synchronize(void* stream, hvd_plugin_status* status);
+  void* comm_stream() const { return comm_; }
+  int32_t stream_wait(void* waiter, void* stream, void* event, hvd_plugin_status* status);
 
  private:
   DeviceContext(int32_t device, std::chrono::milliseconds timeout)
@@ -41,6 +48,9 @@ class DeviceContext {
   const int32_t device_;
   const std::chrono::milliseconds timeout_;
   cudaEvent_t done_ = nullptr;
+  cudaEvent_t ready_ = nullptr;   // stream_wait() without the framework's event
+  cudaStream_t comm_ = nullptr;  // the communication stream
+  std::mutex ready_mu_;          // one stream_wait() at a time (ready_ is shared)
 };
 
 }  // namespace hvd::transports::nccl

@@ -12,30 +12,70 @@ namespace hvd::transports::nccl {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr int kMaxBlocks = 1024;
+constexpr int kMaxBlocks = 2048;
 // Entries per launch: the kernel's parameters stay well under 4 KiB.
 constexpr size_t kBatch = 64;
+// Bytes one block copies: every block gets the same work, whatever the
+// sizes of the entries (one block per entry row left most blocks idle).
+constexpr size_t kChunk = 64 << 10;
 
 struct CopyBatch {
   DeviceCopy copy[kBatch];
+  unsigned first_chunk[kBatch + 1];  // entry i: chunks [first_chunk[i], first_chunk[i+1])
 };
 
-// Block row y copies entry y; the blocks of a row stride over its bytes,
-// 16 at a time when the entry allows it.
-__global__ void copy_kernel(CopyBatch batch) {
-  const DeviceCopy c = batch.copy[blockIdx.y];
-  const size_t start = blockIdx.x * blockDim.x + threadIdx.x;
-  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  const auto aligned = (reinterpret_cast<uintptr_t>(c.dst) | reinterpret_cast<uintptr_t>(c.src) |
-                        c.bytes) % sizeof(uint4) == 0;
-  if (aligned) {
-    auto* dst = static_cast<uint4*>(c.dst);
-    const auto* src = static_cast<const uint4*>(c.src);
-    for (size_t i = start; i < c.bytes / sizeof(uint4); i += stride) dst[i] = src[i];
+// Bytes [lo, hi) of one entry, by the block's threads, in words of V where
+// dst + lo and src + lo agree on V's alignment (the head and tail bytewise);
+// four loads in flight per thread before their stores.
+template <typename V>
+__device__ void copy_range(unsigned char* dst, const unsigned char* src, size_t lo, size_t hi) {
+  constexpr size_t kWord = sizeof(V);
+  const size_t misaligned = reinterpret_cast<uintptr_t>(dst + lo) % kWord;
+  const size_t head = lo + (misaligned != 0 ? kWord - misaligned : 0);
+  const size_t body_lo = head < hi ? head : hi;
+  const size_t words = (hi - body_lo) / kWord;
+  const size_t body_hi = body_lo + words * kWord;
+  const size_t step = blockDim.x;
+  for (size_t i = lo + threadIdx.x; i < body_lo; i += step) dst[i] = src[i];
+  auto* d = reinterpret_cast<V*>(dst + body_lo);
+  const auto* s = reinterpret_cast<const V*>(src + body_lo);
+  size_t i = threadIdx.x;
+  for (; i + 3 * step < words; i += 4 * step) {
+    const V a = s[i], b = s[i + step], c = s[i + 2 * step], e = s[i + 3 * step];
+    d[i] = a;
+    d[i + step] = b;
+    d[i + 2 * step] = c;
+    d[i + 3 * step] = e;
+  }
+  for (; i < words; i += step) d[i] = s[i];
+  for (size_t j = body_hi + threadIdx.x; j < hi; j += step) dst[j] = src[j];
+}
+
+// Block b copies chunk b of the batch: it finds its entry, then copies its
+// kChunk bytes with the widest word both pointers allow.
+__global__ void copy_kernel(CopyBatch batch, unsigned entries) {
+  const unsigned chunk = blockIdx.x;
+  unsigned lo = 0, hi = entries;  // the entry whose chunks hold `chunk`
+  while (hi - lo > 1) {
+    const unsigned mid = (lo + hi) / 2;
+    if (batch.first_chunk[mid] <= chunk) lo = mid; else hi = mid;
+  }
+  const DeviceCopy c = batch.copy[lo];
+  const size_t begin = static_cast<size_t>(chunk - batch.first_chunk[lo]) * kChunk;
+  const size_t end = begin + kChunk < c.bytes ? begin + kChunk : c.bytes;
+  auto* dst = static_cast<unsigned char*>(c.dst);
+  const auto* src = static_cast<const unsigned char*>(c.src);
+  const uintptr_t both = reinterpret_cast<uintptr_t>(dst) ^ reinterpret_cast<uintptr_t>(src);
+  if (both % 16 == 0) {
+    copy_range<uint4>(dst, src, begin, end);
+  } else if (both % 8 == 0) {
+    copy_range<uint2>(dst, src, begin, end);
+  } else if (both % 4 == 0) {
+    copy_range<unsigned>(dst, src, begin, end);
+  } else if (both % 2 == 0) {
+    copy_range<unsigned short>(dst, src, begin, end);
   } else {
-    auto* dst = static_cast<unsigned char*>(c.dst);
-    const auto* src = static_cast<const unsigned char*>(c.src);
-    for (size_t i = start; i < c.bytes; i += stride) dst[i] = src[i];
+    copy_range<unsigned char>(dst, src, begin, end);
   }
 }
 
@@ -59,13 +99,17 @@ struct Floating {
   __device__ static T multiply(T v, double f) { return v * static_cast<T>(f); }
   __device__ static T divide(T v, int d) { return static_cast<T>(v / d); }
 };
+// As Horovod's CUDA kernels (ScaleBufferCudaImpl): the factor is converted
+// to half first (__float2half((float) factor)) and the product taken in
+// half (__hmul: the exact product of two halves, rounded once; computed
+// here through float, where that product is exact, for every architecture).
+// An Average is Horovod's postscale by 1 / size, in half too.
 struct Half {
   __device__ static __half multiply(__half v, double f) {
-    return __float2half_rn(__half2float(v) * static_cast<float>(f));
+    const __half h = __float2half_rn(static_cast<float>(f));
+    return __float2half_rn(__half2float(v) * __half2float(h));
   }
-  __device__ static __half divide(__half v, int d) {
-    return __float2half_rn(__half2float(v) / static_cast<float>(d));
-  }
+  __device__ static __half divide(__half v, int d) { return multiply(v, 1.0 / d); }
 };
 struct BFloat {
   __device__ static __nv_bfloat16 multiply(__nv_bfloat16 v, double f) {
@@ -76,10 +120,27 @@ struct BFloat {
   }
 };
 
+// Sixteen bytes of elements per load and store where the buffer is
+// aligned (the fusion buffer is), the rest element by element.
 template <typename Kind, typename T>
 __global__ void scale_kernel(T* data, size_t count, double factor, int divisor, bool multiply) {
+  constexpr int kPer = 16 / sizeof(T);
+  struct alignas(16) Pack {
+    T v[kPer];
+  };
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
-  for (size_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
+  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const size_t packs = reinterpret_cast<uintptr_t>(data) % 16 == 0 ? count / kPer : 0;
+  auto* p = reinterpret_cast<Pack*>(data);
+  for (size_t i = first; i < packs; i += stride) {
+    Pack x = p[i];
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      x.v[k] = multiply ? Kind::multiply(x.v[k], factor) : Kind::divide(x.v[k], divisor);
+    }
+    p[i] = x;
+  }
+  for (size_t i = packs * kPer + first; i < count; i += stride) {
     data[i] = multiply ? Kind::multiply(data[i], factor) : Kind::divide(data[i], divisor);
   }
 }
@@ -93,7 +154,8 @@ template <typename Kind, typename T>
 cudaError_t launch(void* data, size_t count, double factor, int divisor, bool multiply,
                    cudaStream_t stream) {
   if (count == 0) return cudaSuccess;
-  scale_kernel<Kind, T><<<blocks_for(count), kThreads, 0, stream>>>(static_cast<T*>(data), count,
+  const size_t packs = (count + 16 / sizeof(T) - 1) / (16 / sizeof(T));
+  scale_kernel<Kind, T><<<blocks_for(packs), kThreads, 0, stream>>>(static_cast<T*>(data), count,
                                                                     factor, divisor, multiply);
   return cudaGetLastError();
 }
@@ -119,15 +181,18 @@ cudaError_t arithmetic(void* data, size_t count, int32_t dtype, double factor, i
 cudaError_t batched_copy(const DeviceCopy* copies, size_t n, cudaStream_t stream) {
   for (size_t first = 0; first < n; first += kBatch) {
     CopyBatch batch{};
-    const size_t rows = std::min(kBatch, n - first);
-    size_t largest = 0;
-    for (size_t i = 0; i < rows; ++i) {
-      batch.copy[i] = copies[first + i];
-      largest = std::max(largest, copies[first + i].bytes);
+    unsigned entries = 0;
+    size_t chunks = 0;
+    for (size_t i = first; i < std::min(n, first + kBatch); ++i) {
+      if (copies[i].bytes == 0) continue;
+      batch.copy[entries] = copies[i];
+      batch.first_chunk[entries] = static_cast<unsigned>(chunks);
+      chunks += (copies[i].bytes + kChunk - 1) / kChunk;
+      ++entries;
     }
-    if (largest == 0) continue;
-    const dim3 grid(blocks_for(largest / sizeof(uint4) + 1) , static_cast<unsigned>(rows));
-    copy_kernel<<<grid, kThreads, 0, stream>>>(batch);
+    if (entries == 0) continue;
+    batch.first_chunk[entries] = static_cast<unsigned>(chunks);
+    copy_kernel<<<static_cast<unsigned>(chunks), kThreads, 0, stream>>>(batch, entries);
     const cudaError_t error = cudaGetLastError();
     if (error != cudaSuccess) return error;
   }

@@ -1,12 +1,15 @@
 // CUDA kernels of the nccl plugin, for the engine's work on device memory
 // around a collective: packing tensors into the fusion buffer and back
-// (batched copies: one launch for many tensors) and the arithmetic of
+// (batched copies: one launch per 64 tensors, every block copying 64 KiB
+// in the widest words the pointers allow) and the arithmetic of
 // runtime/scale.h on the device (an Average's division, pre/postscale
-// factors), with the same semantics element for element: integers are
-// multiplied in float64 and truncated through int64, divided exactly;
-// float32 is multiplied as float, float64 as double; float16 and bfloat16
-// are computed in float and rounded to nearest even. All are enqueued on
-// `stream` and return at once.
+// factors, 16 bytes per load), with the same semantics element for
+// element: integers are multiplied in float64 and truncated through int64,
+// divided exactly; float32 is multiplied as float, float64 as double;
+// bfloat16 is computed in float and rounded to nearest even. float16
+// follows Horovod's CUDA kernels instead: the factor (an Average's
+// 1 / size included) is rounded to half first and the product taken in
+// half. All are enqueued on `stream` and return at once.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -1,5 +1,6 @@
 #include "transports/nccl/nccl_comm.h"
 
+#include "transports/nccl/nccl_hints.h"
 #include "transports/nccl/plugin_status.h"
 
 namespace hvd::transports::nccl {
@@ -84,19 +85,28 @@ int32_t NcclComm::connect(const hvd_plugin_world& world, hvd_plugin_status* stat
     std::lock_guard<std::mutex> lock(comm_mu_);
     const ncclResult_t r = ncclCommInitRankConfig(&comm_, size_, id, rank_, &config);
     if (r != ncclSuccess && r != ncclInProgress) {
-      return fail_locked(HVD_ERR_UNAVAILABLE, "ncclCommInitRankConfig failed: " + nccl_error(comm_, r), status);
+      return fail_locked(HVD_ERR_UNAVAILABLE,
+                         with_hint("ncclCommInitRankConfig failed: " + nccl_error(comm_, r)),
+                         status);
     }
   }
-  return wait_issued("connecting " + std::to_string(size_) + " ranks", Clock::now() + timeout_, status);
+  const std::string what = "connecting " + std::to_string(size_) + " ranks";
+  if (wait_issued(what, Clock::now() + timeout_, status) == HVD_OK) return HVD_OK;
+  return report(status, status->code, with_hint(status->message));
 }
 
 NcclComm::~NcclComm() {
-  std::lock_guard<std::mutex> lock(comm_mu_);
-  if (comm_ != nullptr) {
-    // Every op waited for its event: nothing is in flight, destroy is local.
-    if (ncclCommDestroy(comm_) != ncclSuccess) ncclCommAbort(comm_);
-    comm_ = nullptr;
+  std::thread aborter;
+  {
+    std::lock_guard<std::mutex> lock(comm_mu_);
+    if (comm_ != nullptr) {
+      // Every op waited for its event: nothing is in flight, destroy is local.
+      if (ncclCommDestroy(comm_) != ncclSuccess) ncclCommAbort(comm_);
+      comm_ = nullptr;
+    }
+    aborter = std::move(aborter_);
   }
+  if (aborter.joinable()) aborter.join();  // the abort ends before the memory goes
   if (done_ != nullptr) cudaEventDestroy(done_);
   if (scratch_ != nullptr) cudaFree(scratch_);
 }
@@ -110,36 +120,53 @@ int32_t NcclComm::barrier(void* stream, hvd_plugin_status* status) {
 }
 
 int32_t NcclComm::failed(hvd_plugin_status* status) {
-  std::lock_guard<std::mutex> lock(comm_mu_);
+  std::lock_guard<std::mutex> lock(state_mu_);
   return failed_code_ == HVD_OK ? HVD_OK : report(status, failed_code_, failed_message_);
 }
 
+void NcclComm::abort_comm_locked() {
+  if (comm_ == nullptr) return;
+  ncclComm_t comm = comm_;
+  comm_ = nullptr;  // nothing else calls NCCL on it from here on
+  aborter_ = std::thread([comm] { ncclCommAbort(comm); });
+}
+
 int32_t NcclComm::fail_locked(int32_t code, const std::string& reason, hvd_plugin_status* status) {
-  if (failed_code_ == HVD_OK) {
-    failed_code_ = code;
-    failed_message_ = "nccl on rank " + std::to_string(rank_) + " (CUDA device " +
-                      std::to_string(device_) + "): " + reason;
-    if (comm_ != nullptr) {
-      ncclCommAbort(comm_);
-      comm_ = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (failed_code_ == HVD_OK) {
+      failed_code_ = code;
+      failed_message_ = "nccl on rank " + std::to_string(rank_) + " (CUDA device " +
+                        std::to_string(device_) + "): " + reason;
     }
   }
-  return report(status, failed_code_, failed_message_);
+  abort_comm_locked();
+  return failed(status);
 }
 
 void NcclComm::abort(int32_t code, const std::string& reason) {
+  const std::string why = reason.empty() ? std::string("no reason given") : reason;
+  {
+    // Recorded before comm_mu_ is taken: an op waiting for its stream sees
+    // it at its next poll, however long another call holds comm_mu_.
+    std::lock_guard<std::mutex> lock(state_mu_);
+    if (failed_code_ == HVD_OK) {
+      failed_code_ = code == HVD_OK ? HVD_ERR_ABORTED : code;
+      failed_message_ = "nccl on rank " + std::to_string(rank_) + " (CUDA device " +
+                        std::to_string(device_) + "): aborted: " + why;
+    }
+  }
   std::lock_guard<std::mutex> lock(comm_mu_);
-  hvd_plugin_status ignored;
-  fail_locked(code == HVD_OK ? HVD_ERR_ABORTED : code,
-              "aborted: " + (reason.empty() ? std::string("no reason given") : reason), &ignored);
+  abort_comm_locked();
 }
 
 int32_t NcclComm::wait_issued(const std::string& what, Clock::time_point deadline,
                               hvd_plugin_status* status) {
   for (int round = 0;; ++round) {
-    {
-      std::lock_guard<std::mutex> lock(comm_mu_);
-      if (failed_code_ != HVD_OK) return report(status, failed_code_, failed_message_);
+    if (failed(status) != HVD_OK) return status->code;
+    std::unique_lock<std::mutex> lock(comm_mu_, std::try_to_lock);
+    if (lock.owns_lock()) {
+      if (comm_ == nullptr) return failed(status);
       ncclResult_t state = ncclSuccess;
       const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
       if (r != ncclSuccess) state = r;
@@ -154,6 +181,7 @@ int32_t NcclComm::wait_issued(const std::string& what, Clock::time_point deadlin
                            status);
       }
     }
+    lock = {};
     poll_pause(round);
   }
 }
@@ -161,11 +189,12 @@ int32_t NcclComm::wait_issued(const std::string& what, Clock::time_point deadlin
 int32_t NcclComm::wait_event(const std::string& what, Clock::time_point deadline,
                              hvd_plugin_status* status) {
   for (int round = 0;; ++round) {
+    if (failed(status) != HVD_OK) return status->code;  // an abort ends the wait at once
     const cudaError_t ready = cudaEventQuery(done_);
     if (ready == cudaSuccess) return failed(status);
-    {
-      std::lock_guard<std::mutex> lock(comm_mu_);
-      if (failed_code_ != HVD_OK) return report(status, failed_code_, failed_message_);
+    std::unique_lock<std::mutex> lock(comm_mu_, std::try_to_lock);
+    if (lock.owns_lock()) {
+      if (comm_ == nullptr) return failed(status);
       if (ready != cudaErrorNotReady) {
         return fail_locked(HVD_ERR_INTERNAL, what + ": " + cuda_error("cudaEventQuery", ready),
                            status);
@@ -185,6 +214,7 @@ int32_t NcclComm::wait_event(const std::string& what, Clock::time_point deadline
                            status);
       }
     }
+    lock = {};
     poll_pause(round);
   }
 }
@@ -196,7 +226,7 @@ int32_t NcclComm::run(const std::string& what, void* stream,
   auto* cuda_stream = static_cast<cudaStream_t>(stream);
   {
     std::lock_guard<std::mutex> lock(comm_mu_);
-    if (failed_code_ != HVD_OK) return report(status, failed_code_, failed_message_);
+    if (failed(status) != HVD_OK) return status->code;
     const cudaError_t error = cudaSetDevice(device_);  // per thread: the engine's may differ
     if (error != cudaSuccess) {
       return fail_locked(HVD_ERR_INTERNAL, what + ": " + cuda_error("cudaSetDevice", error), status);
@@ -209,7 +239,7 @@ int32_t NcclComm::run(const std::string& what, void* stream,
   if (wait_issued(what, deadline, status) != HVD_OK) return status->code;
   {
     std::lock_guard<std::mutex> lock(comm_mu_);
-    if (failed_code_ != HVD_OK) return report(status, failed_code_, failed_message_);
+    if (failed(status) != HVD_OK) return status->code;
     const cudaError_t error = cudaEventRecord(done_, cuda_stream);
     if (error != cudaSuccess) {
       return fail_locked(HVD_ERR_INTERNAL, what + ": " + cuda_error("cudaEventRecord", error), status);

@@ -15,6 +15,11 @@
 //
 // Every call on the communicator holds comm_mu_ briefly (non-blocking NCCL
 // calls return at once), so ncclCommAbort never races with another call.
+// A failure is recorded first (state_mu_, which waits read without comm_mu_)
+// and the communicator is then aborted on a thread of its own: ncclCommAbort
+// may block while the stream is held (a stuck kernel, a host function), and
+// the op that suffers the failure, or that an abort() ends, must return
+// promptly all the same. The destructor joins that thread.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -24,6 +29,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "transports/plugin/transport_plugin.h"
 
@@ -64,10 +70,15 @@ class NcclComm {
                       hvd_plugin_status* status);
   int32_t wait_event(const std::string& what, std::chrono::steady_clock::time_point deadline,
                      hvd_plugin_status* status);
-  // The failure recorded by abort(), copied to *status; 0 when none.
+  // The failure recorded so far, copied to *status; 0 when none. Never
+  // waits for comm_mu_.
   int32_t failed(hvd_plugin_status* status);
-  // Aborts for `reason` (holding comm_mu_) and reports it in *status.
+  // Records the failure (the first wins) and aborts the communicator on the
+  // aborter thread; the caller holds comm_mu_. Reports it in *status.
   int32_t fail_locked(int32_t code, const std::string& reason, hvd_plugin_status* status);
+  // ncclCommAbort of comm_ on aborter_ (comm_ is null from here on); the
+  // caller holds comm_mu_.
+  void abort_comm_locked();
 
   const int rank_;
   const int size_;
@@ -77,7 +88,9 @@ class NcclComm {
   ncclComm_t comm_ = nullptr;     // null once aborted
   cudaEvent_t done_ = nullptr;    // recorded after each op
   void* scratch_ = nullptr;       // one int of device memory, for barrier()
-  int32_t failed_code_ = 0;       // HVD_OK until aborted
+  std::thread aborter_;           // runs ncclCommAbort; guarded by comm_mu_
+  std::mutex state_mu_;           // guards the two below
+  int32_t failed_code_ = 0;       // HVD_OK until failed or aborted
   std::string failed_message_;
 };
 

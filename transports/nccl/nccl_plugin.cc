@@ -102,6 +102,17 @@ int32_t device_synchronize(void* context, void* stream, hvd_plugin_status* statu
   return context_of(context).synchronize(stream, status);
 }
 
+int32_t device_comm_stream(void* context, void** stream, hvd_plugin_status* status) {
+  *stream = context_of(context).comm_stream();
+  status->code = HVD_OK;
+  return HVD_OK;
+}
+
+int32_t device_stream_wait(void* context, void* waiter, void* stream, void* event,
+                           hvd_plugin_status* status) {
+  return context_of(context).stream_wait(waiter, stream, event, status);
+}
+
 }  // namespace
 
 }  // namespace hvd::transports::nccl
@@ -129,4 +140,6 @@ const hvd_transport_plugin_t hvd_transport_plugin = {
     hvd::transports::nccl::device_copy,
     hvd::transports::nccl::device_scale,
     hvd::transports::nccl::device_synchronize,
+    hvd::transports::nccl::device_comm_stream,
+    hvd::transports::nccl::device_stream_wait,
 };

@@ -33,7 +33,18 @@ common::Result<std::unique_ptr<DeviceWork>> PluginDevice::open(
   if (context == nullptr) {
     return common::internal_error(std::string(plugin->name()) + " device_open gave no context");
   }
-  return std::unique_ptr<DeviceWork>(new PluginDevice(std::move(plugin), context, device));
+  void* comm = nullptr;
+  if (plugin->has_comm_stream()) {
+    const int32_t made = plugin->api().device_comm_stream(context, &comm, &status);
+    Status stream = from_plugin_status(made, status, std::string(plugin->name()) +
+                                                         " device_comm_stream(" +
+                                                         std::to_string(device) + ")");
+    if (!stream.is_ok()) {
+      plugin->api().device_close(context);
+      return stream;
+    }
+  }
+  return std::unique_ptr<DeviceWork>(new PluginDevice(std::move(plugin), context, device, comm));
 }
 
 PluginDevice::~PluginDevice() { plugin_->api().device_close(context_); }
@@ -85,6 +96,18 @@ Status PluginDevice::synchronize(void* stream) {
   hvd_plugin_status status{};
   const int32_t code = plugin_->api().device_synchronize(context_, stream, &status);
   return result(code, status, "device_synchronize");
+}
+
+Status PluginDevice::stream_wait(void* waiter, void* stream, void* event) {
+  if (!plugin_->has_comm_stream()) {
+    return common::failed_precondition(name_ + ": the plugin has no device_stream_wait (ABI "
+                                       "version " + std::to_string(plugin_->abi_version()) +
+                                       " < 3)");
+  }
+  hvd_plugin_status status{};
+  const int32_t code =
+      plugin_->api().device_stream_wait(context_, waiter, stream, event, &status);
+  return result(code, status, "device_stream_wait");
 }
 
 }  // namespace hvd::transports::plugin

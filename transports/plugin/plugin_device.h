@@ -1,6 +1,7 @@
 // DeviceWork (transports/device_work.h) over a loaded CUDA plugin's ABI
 // version 2 device_* functions: one device context (device_open with the
-// ordinal and the transport timeout), closed when this goes. Holds the
+// ordinal and the transport timeout), closed when this goes; with ABI
+// version 3 also its communication stream and stream waits. Holds the
 // LoadedPlugin. A plugin without them (ABI version 1, or a CPU plugin) is
 // refused at open() with one line saying so.
 #pragma once
@@ -33,16 +34,21 @@ class PluginDevice final : public DeviceWork {
   common::Status scale(void* data, size_t count, common::DataType type, int divisor,
                        double factor, void* stream) override;
   common::Status synchronize(void* stream) override;
+  void* comm_stream() const override { return comm_stream_; }
+  common::Status stream_wait(void* waiter, void* stream, void* event) override;
 
  private:
-  PluginDevice(std::shared_ptr<LoadedPlugin> plugin, void* context, int device)
+  PluginDevice(std::shared_ptr<LoadedPlugin> plugin, void* context, int device,
+               void* comm_stream)
       : plugin_(std::move(plugin)), context_(context), device_(device),
+        comm_stream_(comm_stream),
         name_(std::string(plugin_->name()) + " device " + std::to_string(device)) {}
   common::Status result(int32_t code, const hvd_plugin_status& status, const char* call) const;
 
   std::shared_ptr<LoadedPlugin> plugin_;
   void* context_;
   const int device_;
+  void* const comm_stream_;  // the context's (ABI version 3), or null
   const std::string name_;
   std::mutex sync_mu_;  // one device_synchronize at a time (the plugin's event is shared)
 };

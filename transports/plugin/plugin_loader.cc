@@ -35,7 +35,9 @@ size_t required_struct_size(uint32_t abi_version) {
     // plugins' struct_size is then larger, and version 1's stays this.
     case 1: return offsetof(hvd_transport_plugin_t, destroy) + sizeof(void (*)(void*));
     // Version 2: the device_* functions.
-    case 2: return sizeof(hvd_transport_plugin_t);
+    case 2: return offsetof(hvd_transport_plugin_t, device_synchronize) + sizeof(void*);
+    // Version 3: the communication stream.
+    case 3: return sizeof(hvd_transport_plugin_t);
     default: return 0;
   }
 }
@@ -80,6 +82,11 @@ Status validate(const hvd_transport_plugin_t& api, std::string_view where) {
       return common::failed_precondition(plugin + " (CUDA, ABI version 2) leaves a device_* "
                                          "function null");
     }
+  }
+  if (version >= 3 && api.device == HVD_PLUGIN_DEVICE_CUDA &&
+      (api.device_comm_stream == nullptr || api.device_stream_wait == nullptr)) {
+    return common::failed_precondition(plugin + " (CUDA, ABI version 3) leaves "
+                                       "device_comm_stream or device_stream_wait null");
   }
   return Status::ok();
 }

@@ -48,6 +48,11 @@ class LoadedPlugin {
   bool has_device_work() const {
     return api_->abi_version >= 2 && api_->device == HVD_PLUGIN_DEVICE_CUDA;
   }
+  // ABI version 3's device_comm_stream and device_stream_wait (never read
+  // from an older plugin: its struct ends before them).
+  bool has_comm_stream() const {
+    return api_->abi_version >= 3 && api_->device == HVD_PLUGIN_DEVICE_CUDA;
+  }
 
  private:
   LoadedPlugin(void* library, const hvd_transport_plugin_t* api, std::string path)

@@ -35,7 +35,9 @@ Status PluginTransport::run(const char* op, Call&& call) {
   const int32_t code = call(&status);
   Status done = from_plugin_status(
       code, status, std::string(name()) + " " + op + " on rank " + std::to_string(rank_));
-  if (!done.is_ok()) {
+  // A refusal (invalid argument) ran nothing on any rank: that op fails,
+  // the transport stays usable. Any other failure stays set.
+  if (!done.is_ok() && code != HVD_ERR_INVALID_ARGUMENT) {
     std::lock_guard lock(mutex_);
     if (failure_.is_ok()) failure_ = done;
     return failure_;

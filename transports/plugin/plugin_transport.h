@@ -1,7 +1,9 @@
 // A Transport over a loaded plugin's C functions (transport_plugin.h): the
 // shared argument checks first, then the plugin op on its opaque handle,
 // its error code and message turned into a Status. The first failure or
-// abort stays set and fails every later call, whatever the plugin does.
+// abort stays set and fails every later call, whatever the plugin does;
+// a refusal (HVD_ERR_INVALID_ARGUMENT: the op ran nothing, as nccl refuses
+// int16) fails that op only, like the shared argument checks.
 // Holds the LoadedPlugin, so the library stays loaded while it lives.
 // A StreamedTransport: set_stream() gives the CUDA stream (hvd_op.stream)
 // that the next ops pass to the plugin (null, the default: the plugin's

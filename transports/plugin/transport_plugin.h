@@ -10,13 +10,17 @@
  *    its own HVD_TRANSPORT_PLUGIN_ABI_VERSION (struct_size tells which
  *    fields exist) and refuses a newer one with an error naming both;
  *  - fields are only ever appended; a new field means a new abi_version
- *    (version 2 appended the device_* functions).
+ *    (version 2 appended the device_* functions, version 3 the device's
+ *    communication stream).
  *
  * Data types, reduce ops and error codes are the HVD_* constants of
  * hvd/c_api.h. Every op blocks until done or failed (a CUDA plugin: until
  * the op is enqueued on `stream`, or the caller's stream when NULL) and
- * returns HVD_OK or an HVD_ERR_* code with a message in *status. Counts are
- * in bytes. Ops on one handle come from one thread at a time; abort() may
+ * returns HVD_OK or an HVD_ERR_* code with a message in *status.
+ * HVD_ERR_INVALID_ARGUMENT means the op was refused before anything ran
+ * (a type the plugin cannot reduce, counts that do not fit): the transport
+ * stays usable. Any other error fails the transport for good (the loader
+ * fails every later call with it). Counts are in bytes. Ops on one handle come from one thread at a time; abort() may
  * come from any thread. */
 #ifndef HVD_TRANSPORT_PLUGIN_H_
 #define HVD_TRANSPORT_PLUGIN_H_
@@ -30,7 +34,7 @@
 extern "C" {
 #endif
 
-#define HVD_TRANSPORT_PLUGIN_ABI_VERSION 2u
+#define HVD_TRANSPORT_PLUGIN_ABI_VERSION 3u
 #define HVD_TRANSPORT_PLUGIN_ABI_OLDEST 1u
 #define HVD_TRANSPORT_PLUGIN_SYMBOL "hvd_transport_plugin"
 
@@ -148,6 +152,21 @@ typedef struct hvd_transport_plugin_t {
                           hvd_plugin_status* status);
   /* Waits until `stream`'s work so far is done, at most timeout_ms. */
   int32_t (*device_synchronize)(void* context, void* stream, hvd_plugin_status* status);
+
+  /* ---- ABI version 3: the device's communication stream ----------------
+   * The engine runs a context's device work and collectives on the
+   * context's own communication stream, ordered after the framework's
+   * stream by an event, never on the framework's stream (so they overlap
+   * its compute, as torch's ProcessGroupNCCL does). */
+
+  /* The context's communication stream: made at device_open (not
+   * synchronizing with the framework's streams), destroyed at device_close. */
+  int32_t (*device_comm_stream)(void* context, void** stream, hvd_plugin_status* status);
+  /* `waiter` waits on the device, without a host wait, for `event` when it
+   * is not NULL (an event the framework recorded on `stream`: a
+   * cudaEvent_t), else for the work enqueued on `stream` so far. */
+  int32_t (*device_stream_wait)(void* context, void* waiter, void* stream, void* event,
+                                hvd_plugin_status* status);
 } hvd_transport_plugin_t;
 
 #ifdef __cplusplus

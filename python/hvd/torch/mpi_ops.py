@@ -55,6 +55,20 @@ def _cuda_stream(t):
     return torch.cuda.current_stream(t.device).cuda_stream or None
 
 
+def _ready_event(t):
+    """(event, cudaEvent_t as an int) recorded now on t's current stream: the
+    device's communication stream waits for it on the GPU, so the op starts
+    as soon as t is ready and overlaps the compute queued after it (as
+    torch's ProcessGroupNCCL does). (None, None) for CPU tensors; a torch
+    without Event.cuda_event gives no pointer, and the engine then waits
+    for the stream's work as of the op's batch."""
+    if t.device.type != "cuda":
+        return None, None
+    event = torch.cuda.Event()
+    event.record(torch.cuda.current_stream(t.device))
+    return event, getattr(event, "cuda_event", None) or None
+
+
 class _TorchKind:
     """The adapter of hvd._core for torch tensors."""
 
@@ -85,6 +99,10 @@ class _TorchKind:
         return _cuda_stream(t)
 
     @staticmethod
+    def ready_event(t):
+        return _ready_event(t)
+
+    @staticmethod
     def empty(shape, like):
         return torch.empty(shape, dtype=like.dtype, device=like.device)
 
@@ -106,8 +124,8 @@ class _TorchKind:
             dst.copy_(src)
 
     @staticmethod
-    def int_array(values):
-        return torch.tensor(values, dtype=torch.int32)
+    def int_array(values, like):
+        return torch.tensor(values, dtype=torch.int32, device=like.device)
 
     @staticmethod
     def to_list(values):

@@ -32,8 +32,9 @@ extern "C" {
 #define HVD_EXPORT __attribute__((visibility("default")))
 
 /* The version of this C ABI (structs and functions). 1: hvd_op with
- * struct_size and stream. 2: hvd_handle_take_output, hvd_output_free. */
-#define HVD_ABI_VERSION 2
+ * struct_size and stream. 2: hvd_handle_take_output, hvd_output_free.
+ * 3: hvd_op.ready_event. */
+#define HVD_ABI_VERSION 3
 
 /* Element types (hvd::common::DataType). */
 #define HVD_UINT8 0
@@ -163,6 +164,13 @@ typedef struct hvd_op {
    * opaque to libhvd); NULL: the default stream. Must be NULL for CPU ops.
    * Default NULL. */
   void* stream;
+  /* ABI version 3. An event the framework recorded on `stream` when it
+   * enqueued the op (cudaEvent_t, opaque to libhvd; it must live until the
+   * op completes): the device's communication stream waits for it before
+   * it reads the tensors, so the op overlaps the compute queued after it.
+   * NULL: the engine waits for `stream`'s work as of the batch's start.
+   * Must be NULL for CPU ops. Default NULL. */
+  void* ready_event;
 } hvd_op;
 
 /* The smallest struct_size libhvd accepts: the layout up to process_set_id
@@ -263,10 +271,13 @@ HVD_EXPORT int hvd_abi_version(void);
 /* Build and environment queries, named as horovod.common.basics names them:
  * "gloo_built", "gloo_enabled", "mpi_built", "mpi_enabled",
  * "mpi_threads_supported", "nccl_built", "cuda_built", "rocm_built",
- * "ccl_built", "ddl_built". Returns 1 or 0, also before hvd_init():
+ * "ccl_built", "ddl_built". Returns 1 or 0 (nccl_built: below), also before hvd_init():
  * gloo_built is 1; gloo_enabled is 1 when the CPU transport (setting
- * cpu_transport, HVD_CPU_TRANSPORT) is gloo; nccl_built and cuda_built are 1
- * when the NCCL plugin, libhvd_nccl.so, lies beside this libhvd.so; the MPI,
+ * cpu_transport, HVD_CPU_TRANSPORT) is gloo; cuda_built is 1 when the NCCL
+ * plugin, libhvd_nccl.so, lies beside this libhvd.so, and nccl_built is then
+ * NCCL's version code as Horovod gives it (NCCL_VERSION_CODE of the NCCL the
+ * plugin was built against: 2.28.9 is 22809; 1 when this libhvd.so was built
+ * without a plugin of its own), else 0; the MPI,
  * ROCm, oneCCL and DDL ones are 0. -HVD_ERR_NOT_FOUND for another name,
  * -HVD_ERR_INVALID_ARGUMENT for NULL or a malformed HVD_* setting (message
  * in hvd_last_error()). */

@@ -6,8 +6,10 @@ CPU ops beside them, in one process.
         fakecuda test plugin: device ops give the right results and went
         through the plugin (its call counters); CPU ops did not.
         The engine's device work went through the plugin's device_* functions
-        (fusion buffer, scaling, outputs: its device counters) on the op's
-        stream, and all device memory is freed at shutdown.
+        (fusion buffer, scaling, outputs: its device counters) on the
+        device's communication stream, ordered after the op's stream (its
+        late-written inputs are read) or its ready event, and all device
+        memory is freed at shutdown.
     gpu_routing_worker.py staged PLUGIN_LIBRARY   HVD_GPU_TRANSPORT=gloo with
         fakecuda as the staging plugin: every op right, run on the CPU
         transport (no plugin collective), staged through the plugin's copies.
@@ -112,6 +114,17 @@ def fake_of(library):
         fn.argtypes = [ctypes.c_char_p]
     fake.fakecuda_last_stream.restype = ctypes.c_void_p
     fake.fakecuda_last_stream.argtypes = [ctypes.c_char_p]
+    for name in ("fakecuda_comm_stream", "fakecuda_stream_create", "fakecuda_event_create"):
+        getattr(fake, name).restype = ctypes.c_void_p
+        getattr(fake, name).argtypes = []
+    fake.fakecuda_stream_write.restype = ctypes.c_int32
+    fake.fakecuda_stream_write.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                                           ctypes.c_size_t, ctypes.c_long]
+    fake.fakecuda_stream_synchronize.restype = ctypes.c_int32
+    for name in ("fakecuda_stream_synchronize", "fakecuda_stream_destroy",
+                 "fakecuda_event_destroy"):
+        getattr(fake, name).argtypes = [ctypes.c_void_p]
+    fake.fakecuda_event_record.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
     return fake
 
 
@@ -362,20 +375,61 @@ def routed(rank, size, library):
     assert dev("copy") == copies + 2 and dev("copy_entries") == entries + 4, \
         (dev("copy") - copies, dev("copy_entries") - entries)
 
-    # The op's stream reaches the plugin's collective and device functions.
-    stream = 0x5000 + 16 * rank
-    s1 = np.full(2, 1.0, dtype=np.float32)
-    s2 = np.full(3, 1.0, dtype=np.float32)
-    group(rank, [(s1, "dev.stream.1"), (s2, "dev.stream.2")], reduce_op=C.OP_SUM, stream=stream)
-    assert (s1 == size).all() and (s2 == size).all()
-    assert fake.fakecuda_last_stream(b"collective") == stream
-    assert fake.fakecuda_last_stream(b"device") == stream
+    stream_contract(fake, rank, size)
 
     every_op(rank, size, "again")
 
     cpu_allreduce(rank, size, "cpu.after")
     assert calls("create") == 1, "the GPU transport was created more than once"
     return fake
+
+
+def stream_contract(fake, rank, size):
+    """The framework's stream S (asynchronous, fakecuda's) produces the
+    inputs late: a "kernel" on S writes them after 50 ms, and the ops are
+    enqueued at once. They must read them only after S's work (the device's
+    communication stream waits for S on the device, or for the op's ready
+    event), run on the communication stream, never on S, and complete with
+    the results in place."""
+    dev = lambda kind: fake.fakecuda_device_calls(kind.encode())  # noqa: E731
+    stream = fake.fakecuda_stream_create()
+    ones = [np.ones(2, np.float32), np.ones(3, np.float32)]
+    s1, s2 = np.zeros(2, np.float32), np.zeros(3, np.float32)
+    for dst, src in ((s1, ones[0]), (s2, ones[1])):
+        assert fake.fakecuda_stream_write(stream, dst.ctypes.data, src.ctypes.data, dst.nbytes,
+                                          50000) == C.OK
+    waits = dev("stream_wait")
+    group(rank, [(s1, "dev.stream.1"), (s2, "dev.stream.2")], reduce_op=C.OP_SUM, stream=stream)
+    assert (s1 == size).all() and (s2 == size).all(), ("read before S produced it", s1, s2)
+    comm = fake.fakecuda_comm_stream()
+    assert comm and comm != stream
+    assert fake.fakecuda_last_stream(b"collective") == comm, "the collective ran on S"
+    assert fake.fakecuda_last_stream(b"device") == comm, "the device work ran on S"
+    assert dev("stream_wait") > waits, "the communication stream never waited for S"
+
+    # With a ready event recorded on S after the input was produced (as
+    # hvd.torch records one at enqueue): the communication stream waits for
+    # the event, not for S's later work (here a write 2 s later, which the op
+    # must neither wait for nor see).
+    event = fake.fakecuda_event_create()
+    x, out = np.zeros(4, np.float32), np.zeros(4, np.float32)
+    two, late = np.full(4, 2, np.float32), np.full(4, 100, np.float32)
+    fake.fakecuda_stream_write(stream, x.ctypes.data, two.ctypes.data, x.nbytes, 50000)
+    fake.fakecuda_event_record(event, stream)
+    fake.fakecuda_stream_write(stream, x.ctypes.data, late.ctypes.data, x.nbytes, 2000000)
+    event_waits = dev("event_wait")
+    dims = (ctypes.c_int64 * 1)(4)
+    op = make_op(op_type=C.OPTYPE_ALLREDUCE, name=b"dev.event", input=x.ctypes.data,
+                 output=out.ctypes.data, shape=dims, ndim=1, dtype=C.FLOAT32, device=rank,
+                 reduce_op=C.OP_SUM, stream=stream, ready_event=event)
+    code, message = finish(enqueue(op))
+    assert code == C.OK, message
+    assert (out == 2 * size).all(), ("the op did not read what the event marked", out)
+    assert dev("event_wait") == event_waits + 1, "the op's ready event was not waited for"
+    assert fake.fakecuda_stream_synchronize(stream) == C.OK
+    assert (x == 100).all()  # S's late write did run, after the op
+    fake.fakecuda_stream_destroy(stream)
+    fake.fakecuda_event_destroy(event)
 
 
 def freed(fake):

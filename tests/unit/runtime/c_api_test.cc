@@ -145,13 +145,13 @@ std::filesystem::path loaded_library_dir() {
 
 TEST_CASE("c api: build features, before and after init", "[c_api]") {
   clear_environment();
-  const int nccl =
-      std::filesystem::exists(loaded_library_dir() / "libhvd_nccl.so") ? 1 : 0;
+  const bool nccl = std::filesystem::exists(loaded_library_dir() / "libhvd_nccl.so");
   auto check_all = [&] {
     CHECK(hvd_build_feature("gloo_built") == 1);
     CHECK(hvd_build_feature("gloo_enabled") == 1);
-    CHECK(hvd_build_feature("nccl_built") == nccl);
-    CHECK(hvd_build_feature("cuda_built") == nccl);
+    // Horovod's answer: NCCL's version code (2.28.9: 22809), 0 without it.
+    CHECK(hvd_build_feature("nccl_built") == (nccl ? HVD_TEST_NCCL_VERSION_CODE : 0));
+    CHECK(hvd_build_feature("cuda_built") == (nccl ? 1 : 0));
     for (const char* name : {"mpi_built", "mpi_enabled", "mpi_threads_supported", "rocm_built",
                              "ccl_built", "ddl_built"}) {
       INFO(name);
@@ -195,7 +195,8 @@ TEST_CASE("c api: nccl_built and cuda_built see libhvd_nccl.so beside libhvd.so"
   auto feature = reinterpret_cast<int (*)(const char*)>(dlsym(copy, "hvd_build_feature"));
   REQUIRE(feature != nullptr);
   REQUIRE(feature != &hvd_build_feature);  // really the copy
-  CHECK(feature("nccl_built") == 1);
+  CHECK(feature("nccl_built") == HVD_TEST_NCCL_VERSION_CODE);
+  CHECK(feature("nccl_built") >= 2700);  // code that checks for NCCL's alltoall
   CHECK(feature("cuda_built") == 1);
   CHECK(feature("gloo_built") == 1);
   std::filesystem::remove(dir / "libhvd_nccl.so");
@@ -398,6 +399,9 @@ TEST_CASE("c api: enqueue refuses bad ops at once", "[c_api]") {
   op = make(HVD_OPTYPE_ALLREDUCE, x, x, one, 1);
   op.stream = x;
   refused(op, HVD_ERR_INVALID_ARGUMENT, "a stream is given but the op is on the CPU");
+  op = make(HVD_OPTYPE_ALLREDUCE, x, x, one, 1);
+  op.ready_event = x;
+  refused(op, HVD_ERR_INVALID_ARGUMENT, "a ready_event is given but the op is on the CPU");
   op = make(HVD_OPTYPE_ALLREDUCE, x, x, one, 1);
   op.device = -3;
   refused(op, HVD_ERR_INVALID_ARGUMENT, "device -3 is neither HVD_DEVICE_CPU nor");

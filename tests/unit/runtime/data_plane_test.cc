@@ -40,7 +40,7 @@ TEMPLATE_TEST_CASE("data plane: device packing and unpacking equal the host's", 
   StreamSink sink;
   DeviceDataPlane device(work, &sink);
   HostDataPlane host;
-  void* const streams[] = {kStream};
+  const OpStream streams[] = {{kStream, nullptr}};
   REQUIRE(device.begin(streams).is_ok());
   CHECK(sink.stream == kStream);
 
@@ -101,7 +101,7 @@ TEST_CASE("data plane: device outputs live in device memory and copy out through
   auto work = std::make_shared<HostDeviceWork>();
   {
     DeviceDataPlane device(work, nullptr);
-    void* const streams[] = {kStream};
+    const OpStream streams[] = {{kStream, nullptr}};
     REQUIRE(device.begin(streams).is_ok());
     auto made = device.allocate(3 * sizeof(float), {3});
     REQUIRE(made.is_ok());
@@ -134,16 +134,46 @@ TEST_CASE("data plane: the fusion buffer grows in device memory, the old one fre
   CHECK(work->live == 1);
 }
 
-TEST_CASE("data plane: a batch from several streams waits for the others first",
-          "[data_plane]") {
+TEST_CASE("data plane: without a communication stream, a batch from several streams runs on "
+          "the first and waits for the others first", "[data_plane]") {
   auto work = std::make_shared<HostDeviceWork>();
   StreamSink sink;
   DeviceDataPlane device(work, &sink);
   void* const other = reinterpret_cast<void*>(0xdef);
-  void* const streams[] = {kStream, other};
+  const OpStream streams[] = {{kStream, nullptr}, {other, nullptr}};
   REQUIRE(device.begin(streams).is_ok());
   CHECK(sink.stream == kStream);
   CHECK(work->synced == std::vector<void*>{other});
+  CHECK(work->waits.empty());
+}
+
+TEST_CASE("data plane: with a communication stream, everything runs there after device-side "
+          "waits for each op's ready event or stream, never on the framework's stream",
+          "[data_plane]") {
+  void* const comm = reinterpret_cast<void*>(0xc0);
+  auto work = std::make_shared<HostDeviceWork>(0, comm);
+  StreamSink sink;
+  DeviceDataPlane device(work, &sink);
+  void* const other = reinterpret_cast<void*>(0xdef);
+  void* const event = reinterpret_cast<void*>(0xe1);
+  const OpStream streams[] = {{kStream, event}, {other, nullptr}};
+  REQUIRE(device.begin(streams).is_ok());
+  CHECK(sink.stream == comm);  // the collective
+  REQUIRE(work->waits.size() == 2);
+  CHECK((work->waits[0].waiter == comm && work->waits[0].stream == kStream &&
+         work->waits[0].event == event));
+  CHECK((work->waits[1].waiter == comm && work->waits[1].stream == other &&
+         work->waits[1].event == nullptr));
+  CHECK(work->synced.empty());  // no host wait to start the batch
+
+  std::vector<float> a{1, 2, 3}, out(3);
+  std::vector<FusionPart> parts{{a.data(), out.data(), 3}};
+  REQUIRE(device.pack(parts, DataType::kFloat32, ReduceOp::kSum, 2.0).is_ok());
+  REQUIRE(device.unpack(parts, DataType::kFloat32, 1, 1.0).is_ok());
+  REQUIRE(device.synchronize().is_ok());
+  CHECK(out == std::vector<float>{2, 4, 6});
+  for (void* s : work->streams) CHECK(s == comm);  // copies and scaling
+  CHECK(work->synced == std::vector<void*>{comm});
 }
 
 }  // namespace hvd::runtime::engine

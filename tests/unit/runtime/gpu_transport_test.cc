@@ -25,7 +25,8 @@ struct Opened {
 };
 
 // "nccl" (CUDA, with device work unless `device_work` is false; its factory
-// fails naming the device it got), "gloo" (CPU; likewise), "cpuonly".
+// fails naming the device it got), "gloo" and "auto" (CPU; likewise),
+// "cpuonly".
 TransportRegistry registry_with_gpu(bool can_run, Opened* opened = nullptr,
                                     bool device_work = true) {
   TransportRegistry registry;
@@ -34,6 +35,9 @@ TransportRegistry registry_with_gpu(bool can_run, Opened* opened = nullptr,
   });
   registry.add("gloo", DeviceKind::kCpu, [](const TransportContext& c) {
     return TransportMade(common::internal_error("gloo made for device " + std::to_string(c.device)));
+  });
+  registry.add("auto", DeviceKind::kCpu, [](const TransportContext& c) {
+    return TransportMade(common::internal_error("auto made for device " + std::to_string(c.device)));
   });
   transports::DeviceWorkOpener open;
   if (device_work) {
@@ -120,8 +124,10 @@ TEST_CASE("gpu transport: gloo stages through the staging plugin's device work",
   TransportContext context;
   context.device = 2;
   auto made = GpuTransportChoice::parse("gloo", registry).value().connect(registry, context);
-  REQUIRE_FALSE(made.is_ok());  // the gloo factory fails, naming the device of its context
-  CHECK(made.status().message() == "HVD_GPU_TRANSPORT=gloo: gloo made for device 2");
+  // Staged to the CPU transport "auto" chooses (shm on one host, ...): its
+  // factory fails here, naming the device of its context.
+  REQUIRE_FALSE(made.is_ok());
+  CHECK(made.status().message() == "HVD_GPU_TRANSPORT=gloo: auto made for device 2");
   CHECK(opened.devices == std::vector<int>{2});
   auto bad = GpuTransportChoice::parse("gloo", registry, "cpuonly");
   REQUIRE_FALSE(bad.is_ok());

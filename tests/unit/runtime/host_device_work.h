@@ -17,7 +17,9 @@ namespace hvd::runtime::testing {
 
 class HostDeviceWork final : public transports::DeviceWork {
  public:
-  explicit HostDeviceWork(int device = 0) : device_(device) {}
+  // `comm`: the communication stream it claims (null: none, as a plugin of
+  // ABI version 2).
+  explicit HostDeviceWork(int device = 0, void* comm = nullptr) : device_(device), comm_(comm) {}
   const std::string& name() const override { return name_; }
   int device() const override { return device_; }
 
@@ -55,13 +57,27 @@ class HostDeviceWork final : public transports::DeviceWork {
     return common::Status::ok();
   }
 
+  void* comm_stream() const override { return comm_; }
+  common::Status stream_wait(void* waiter, void* stream, void* event) override {
+    std::lock_guard lock(mu_);
+    waits.push_back({waiter, stream, event});
+    return common::Status::ok();
+  }
+
+  struct Wait {
+    void* waiter;
+    void* stream;
+    void* event;
+  };
   int allocs = 0, pinned_allocs = 0, live = 0, copies = 0, copy_entries = 0, scales = 0,
       syncs = 0;
+  std::vector<Wait> waits;     // of stream_wait(), in order
   std::vector<void*> streams;  // of copy() and scale(), in order
   std::vector<void*> synced;   // of synchronize()
 
  private:
   const int device_;
+  void* const comm_;
   const std::string name_ = "host-device-work";
   std::mutex mu_;
 };

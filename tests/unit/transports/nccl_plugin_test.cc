@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "transports/nccl/nccl_hints.h"
 #include "transports/plugin/plugin_loader.h"
 
 namespace hvd::transports::plugin {
@@ -53,6 +54,20 @@ TEST_CASE("nccl plugin: the registry refuses it with the reason, gloo still work
   std::vector<int32_t> data{1, 2, 3};
   CHECK(gloo.value()->allreduce({data.data(), 12}, DataType::kInt32, ReduceOp::kSum).is_ok());
   CHECK(data == std::vector<int32_t>{1, 2, 3});
+}
+
+TEST_CASE("nccl plugin: two ranks on one GPU are told what to do instead", "[plugin][nccl]") {
+  // NCCL's own words (init.cc) as ncclGetLastError gives them.
+  const std::string duplicate =
+      "nccl on rank 1 (CUDA device 0): connecting 2 ranks failed: invalid usage: Duplicate GPU "
+      "detected : rank 1 and rank 0 both on CUDA device 1a000";
+  const std::string hinted = nccl::with_hint(duplicate);
+  CHECK_THAT(hinted, Catch::StartsWith(duplicate));
+  CHECK_THAT(hinted, Catch::Contains("at most one rank per GPU"));
+  CHECK_THAT(hinted, Catch::Contains("HVD_GPU_TRANSPORT=gloo"));
+  CHECK(hinted.size() < HVD_PLUGIN_MESSAGE_SIZE);  // the whole of it reaches the user
+  CHECK(nccl::with_hint("connecting 2 ranks failed: unhandled system error") ==
+        "connecting 2 ranks failed: unhandled system error");
 }
 
 }  // namespace hvd::transports::plugin

@@ -68,8 +68,14 @@ TEST_CASE("plugin loader: a plugin's transport runs the ops of its world", "[plu
   // The shared argument checks come before the plugin.
   CHECK(t.broadcast({data.data(), 12}, 1).code() == common::StatusCode::kInvalidArgument);
 
-  // A plugin error is a Status naming the transport, the op and the rank;
-  // it stays set.
+  // A refusal (HVD_ERR_INVALID_ARGUMENT: nothing ran) fails that op only,
+  // as the shared checks do: the transport stays usable (nccl refuses int16).
+  Status refused = t.allreduce({data.data(), 12}, DataType::kInt16, ReduceOp::kSum);
+  CHECK(refused.to_string() == "InvalidArgument: testcpu allreduce on rank 0: no int16 in tests");
+  CHECK(t.barrier().is_ok());
+
+  // Any other plugin error is a Status naming the transport, the op and the
+  // rank; it stays set.
   Status failed = t.allreduce({data.data(), 12}, DataType::kFloat32, ReduceOp::kProduct);
   CHECK(failed.to_string() == "Unimplemented: testcpu allreduce on rank 0: no product in tests");
   CHECK(t.barrier().message() == failed.message());
@@ -145,6 +151,47 @@ TEST_CASE("plugin loader: a CUDA plugin of ABI version 2 must have the device fu
         "transport plugin p (CUDA, ABI version 2) leaves a device_* function null");
   api.abi_version = 1;  // version 1 had none
   api.struct_size = static_cast<uint32_t>(required_struct_size(1));
+  CHECK(validate(api, "p").is_ok());
+}
+
+namespace {
+int32_t no_open(int32_t, int64_t, void**, hvd_plugin_status*) { return HVD_ERR_UNAVAILABLE; }
+void no_close(void*) {}
+int32_t no_alloc(void*, size_t, int32_t, void**, hvd_plugin_status*) { return HVD_ERR_UNAVAILABLE; }
+void no_free(void*, void*, int32_t) {}
+int32_t no_copy(void*, const hvd_plugin_copy*, size_t, void*, hvd_plugin_status*) { return 1; }
+int32_t no_scale(void*, void*, size_t, int32_t, int32_t, double, void*, hvd_plugin_status*) {
+  return 1;
+}
+int32_t no_sync(void*, void*, hvd_plugin_status*) { return 1; }
+int32_t no_comm(void*, void**, hvd_plugin_status*) { return 1; }
+int32_t no_wait(void*, void*, void*, void*, hvd_plugin_status*) { return 1; }
+}  // namespace
+
+TEST_CASE("plugin loader: a CUDA plugin of ABI version 3 must have the communication stream",
+          "[plugin]") {
+  auto loaded = LoadedPlugin::load(plugin_path(""));
+  REQUIRE(loaded.is_ok());
+  hvd_transport_plugin_t api = loaded.value()->api();
+  api.device = HVD_PLUGIN_DEVICE_CUDA;
+  api.device_open = no_open;
+  api.device_close = no_close;
+  api.device_alloc = no_alloc;
+  api.device_free = no_free;
+  api.device_copy = no_copy;
+  api.device_scale = no_scale;
+  api.device_synchronize = no_sync;
+  api.abi_version = 3;
+  CHECK(validate(api, "p").message() ==
+        "transport plugin p (CUDA, ABI version 3) leaves device_comm_stream or "
+        "device_stream_wait null");
+  api.abi_version = 2;  // version 2 had neither
+  api.struct_size = static_cast<uint32_t>(required_struct_size(2));
+  CHECK(validate(api, "p").is_ok());
+  api.abi_version = 3;
+  api.struct_size = static_cast<uint32_t>(required_struct_size(3));
+  api.device_comm_stream = no_comm;
+  api.device_stream_wait = no_wait;
   CHECK(validate(api, "p").is_ok());
 }
 

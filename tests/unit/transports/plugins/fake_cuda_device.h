@@ -18,5 +18,8 @@ int32_t fakecuda_device_scale(void* context, void* data, size_t count, int32_t d
                               int32_t divisor, double factor, void* stream,
                               hvd_plugin_status* status);
 int32_t fakecuda_device_synchronize(void* context, void* stream, hvd_plugin_status* status);
+int32_t fakecuda_device_comm_stream(void* context, void** stream, hvd_plugin_status* status);
+int32_t fakecuda_device_stream_wait(void* context, void* waiter, void* stream, void* event,
+                                    hvd_plugin_status* status);
 
 #endif /* HVD_FAKE_CUDA_DEVICE_H_ */

@@ -13,16 +13,20 @@
  * other op names, "create") counts this process's calls, fakecuda_device()
  * is the device ordinal the last world was created for.
  *
- * ABI version 2: its device_* functions (fake_cuda_device.c) work on host
- * memory and count their calls (fakecuda_device_calls). Built with
- * FAKECUDA_ABI_V1 it is a version-1 plugin without them (the engine must
- * then refuse device ops). */
+ * ABI version 3: its device_* functions (fake_cuda_device.c) work on host
+ * memory through asynchronous streams (fake_cuda_streams.h) and count their
+ * calls (fakecuda_device_calls). A collective is ordered on its stream as
+ * NCCL's are: it starts once the work enqueued there before it has run (it
+ * waits for that, bounded), and runs before anything enqueued after it.
+ * Built with FAKECUDA_ABI_V1 it is a version-1 plugin without device
+ * functions (the engine must then refuse device ops). */
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tests/unit/transports/plugins/fake_cuda_device.h"
+#include "tests/unit/transports/plugins/fake_cuda_streams.h"
 #include "tests/unit/transports/plugins/plugin_status.h"
 #include "transports/plugin/transport_plugin.h"
 
@@ -54,10 +58,29 @@ typedef struct world {
 } world;
 
 
-/* Starts op `op`: counts it, refuses after an abort, numbers it. */
-static int32_t begin(world* w, int op, long long* number, hvd_plugin_status* status) {
+/* Orders a collective on `stream` as NCCL's: what was enqueued there
+ * before it has run (waited for, within the world's timeout). */
+static int32_t ordered_on(world* w, void* stream, hvd_plugin_status* status) {
+  fake_stream* s = fake_stream_of(stream);
+  if (s == NULL) {
+    char message[128];
+    snprintf(message, sizeof(message), "fakecuda: a collective on %p, which is no stream",
+             stream);
+    return fail(status, HVD_ERR_INVALID_ARGUMENT, message);
+  }
+  const int32_t code = fake_stream_synchronize(s, w->timeout_ms, status->message,
+                                               sizeof(status->message));
+  status->code = code;
+  return code;
+}
+
+/* Starts op `op` on `stream`: counts it, refuses after an abort, waits for
+ * the stream's earlier work, numbers it. */
+static int32_t begin_on(world* w, int op, void* stream, long long* number,
+                        hvd_plugin_status* status) {
   atomic_fetch_add(&calls[op], 1);
   if (atomic_load(&w->aborted)) return fail(status, HVD_ERR_ABORTED, "fakecuda: aborted");
+  if (ordered_on(w, stream, status) != HVD_OK) return status->code;
   *number = w->next_op++;
   return ok(status);
 }
@@ -90,7 +113,7 @@ static int32_t fetch(world* w, long long number, int from, int to, void* out, si
     return status->code;
   }
   if (length != bytes) {
-    return fail(status, HVD_ERR_INVALID_ARGUMENT, "fakecuda: a peer sent another size");
+    return fail(status, HVD_ERR_INTERNAL, "fakecuda: a peer sent another size");
   }
   return ok(status);
 }
@@ -149,7 +172,7 @@ static int32_t exchange(world* w, long long number, const void* in, size_t in_by
     const size_t n = (size_t)counts[r];
     if (r == w->rank) {
       if (n != in_bytes) {
-        return fail(status, HVD_ERR_INVALID_ARGUMENT, "fakecuda: counts disagree");
+        return fail(status, HVD_ERR_INTERNAL, "fakecuda: counts disagree");
       }
       if (n > 0) memcpy(at, in, n);
     } else if (fetch(w, number, r, -1, at, n, status) != HVD_OK) {
@@ -163,9 +186,9 @@ static int32_t exchange(world* w, long long number, const void* in, size_t in_by
 /* Every rank's `bytes` of `in`, reduced in rank order (the same result on
  * every rank), into a new buffer *reduced (free it). */
 static int32_t reduce_all(world* w, int op_kind, const void* in, size_t bytes, int32_t dtype,
-                          int32_t op, char** reduced, hvd_plugin_status* status) {
+                          int32_t op, void* stream, char** reduced, hvd_plugin_status* status) {
   long long number = 0;
-  if (begin(w, op_kind, &number, status) != HVD_OK) return status->code;
+  if (begin_on(w, op_kind, stream, &number, status) != HVD_OK) return status->code;
   if (element_size(dtype) == 0) {
     return fail(status, HVD_ERR_INVALID_ARGUMENT,
                 "fakecuda: this test plugin reduces integers, float32 and float64 only");
@@ -182,7 +205,7 @@ static int32_t reduce_all(world* w, int op_kind, const void* in, size_t bytes, i
   for (int r = 1; r < w->size; ++r) {
     if (!reduce(all, all + (size_t)r * bytes, bytes, dtype, op)) {
       free(all);
-      return fail(status, HVD_ERR_INVALID_ARGUMENT, "fakecuda: unknown reduce op");
+      return fail(status, HVD_ERR_INTERNAL, "fakecuda: unknown reduce op");
     }
   }
   *reduced = all;  /* rank 0's slot holds the result */
@@ -193,7 +216,7 @@ static int32_t allreduce(void* handle, void* data, size_t bytes, int32_t dtype, 
                          void* stream, hvd_plugin_status* status) {
   fakecuda_note_stream(0, stream);
   char* reduced = NULL;
-  if (reduce_all(handle, ALLREDUCE, data, bytes, dtype, op, &reduced, status) != HVD_OK) {
+  if (reduce_all(handle, ALLREDUCE, data, bytes, dtype, op, stream, &reduced, status) != HVD_OK) {
     return status->code;
   }
   memcpy(data, reduced, bytes);
@@ -208,7 +231,7 @@ static int32_t reducescatter(void* handle, const void* in, size_t in_bytes, void
   (void)ranks;
   world* w = handle;
   char* reduced = NULL;
-  if (reduce_all(w, REDUCESCATTER, in, in_bytes, dtype, op, &reduced, status) != HVD_OK) {
+  if (reduce_all(w, REDUCESCATTER, in, in_bytes, dtype, op, stream, &reduced, status) != HVD_OK) {
     return status->code;
   }
   size_t offset = 0;
@@ -226,7 +249,7 @@ static int32_t allgatherv(void* handle, const void* in, size_t in_bytes, void* o
   fakecuda_note_stream(0, stream);
   world* w = handle;
   long long number = 0;
-  if (begin(w, ALLGATHERV, &number, status) != HVD_OK) return status->code;
+  if (begin_on(w, ALLGATHERV, stream, &number, status) != HVD_OK) return status->code;
   return exchange(w, number, in, in_bytes, out, counts, status);
 }
 
@@ -235,7 +258,7 @@ static int32_t broadcast(void* handle, void* data, size_t bytes, int32_t root, v
   fakecuda_note_stream(0, stream);
   world* w = handle;
   long long number = 0;
-  if (begin(w, BROADCAST, &number, status) != HVD_OK) return status->code;
+  if (begin_on(w, BROADCAST, stream, &number, status) != HVD_OK) return status->code;
   if (w->size == 1) return ok(status);
   if (w->rank == root) return publish(w, number, -1, data, bytes, status);
   return fetch(w, number, root, -1, data, bytes, status);
@@ -250,7 +273,7 @@ static int32_t alltoallv(void* handle, const void* in, size_t in_bytes, const in
   fakecuda_note_stream(0, stream);
   world* w = handle;
   long long number = 0;
-  if (begin(w, ALLTOALLV, &number, status) != HVD_OK) return status->code;
+  if (begin_on(w, ALLTOALLV, stream, &number, status) != HVD_OK) return status->code;
   const char* from = in;
   const char* mine = NULL;
   for (int r = 0; r < w->size; ++r) {
@@ -275,10 +298,9 @@ static int32_t alltoallv(void* handle, const void* in, size_t in_bytes, const in
 }
 
 static int32_t barrier(void* handle, void* stream, hvd_plugin_status* status) {
-  (void)stream;
   world* w = handle;
   long long number = 0;
-  if (begin(w, BARRIER, &number, status) != HVD_OK) return status->code;
+  if (begin_on(w, BARRIER, stream, &number, status) != HVD_OK) return status->code;
   int64_t* counts = calloc((size_t)w->size, sizeof(int64_t));
   char none = 0;
   int32_t code = exchange(w, number, &none, 0, &none, counts, status);
@@ -323,7 +345,7 @@ EXPORT const hvd_transport_plugin_t hvd_transport_plugin = {
     1,
 #else
     sizeof(hvd_transport_plugin_t),
-    2,
+    3,
 #endif
     "fakecuda",
     HVD_PLUGIN_DEVICE_CUDA,
@@ -338,7 +360,7 @@ EXPORT const hvd_transport_plugin_t hvd_transport_plugin = {
     abort_world,
     destroy,
 #ifdef FAKECUDA_ABI_V1
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* past its struct_size */
+    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* past its struct_size */
 #else
     fakecuda_device_open,
     fakecuda_device_close,
@@ -347,5 +369,7 @@ EXPORT const hvd_transport_plugin_t hvd_transport_plugin = {
     fakecuda_device_copy,
     fakecuda_device_scale,
     fakecuda_device_synchronize,
+    fakecuda_device_comm_stream,
+    fakecuda_device_stream_wait,
 #endif
 };
