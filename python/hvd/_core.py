@@ -174,9 +174,15 @@ def _in_place_result(kind, tensor, src):
 
 # ---- The ops ----------------------------------------------------------------
 
-def _ordering(kind, src):
-    """make_op's stream and ready_event for a prepared array (recorded after
-    prepare(), so a contiguous copy is included), and the event to keep."""
+_HOST_ORDER = {}  # CPU arrays: no stream, no event (make_op's NULL defaults)
+
+
+def _ordering(kind, src, device):
+    """make_op's stream and ready_event for a prepared array on `device`
+    (recorded after prepare(), so a contiguous copy is included), and the
+    event to keep alive."""
+    if device == C.DEVICE_CPU:
+        return _HOST_ORDER, None
     event, pointer = kind.ready_event(src)
     return {"stream": kind.stream(src), "ready_event": pointer}, event
 
@@ -192,7 +198,7 @@ def prep_allreduce(kind, tensor, inplace, name, op, prescale_factor, postscale_f
         out_ptr = kind.info(out)[0]
         finish = lambda hid: out  # noqa: E731
     dims = _shape_array(shape)
-    order, event = _ordering(kind, src)
+    order, event = _ordering(kind, src, device)
     o = make_op(op_type=C.OPTYPE_ALLREDUCE, name=_name(name), input=ptr, output=out_ptr,
                 shape=dims, ndim=len(shape), dtype=dtype, device=device,
                 reduce_op=reduce_op_code(op), prescale_factor=prescale_factor,
@@ -212,7 +218,7 @@ def prep_broadcast(kind, tensor, inplace, root_rank, name, process_set):
         out_ptr = kind.info(out)[0]
         finish = lambda hid: out  # noqa: E731
     dims = _shape_array(shape)
-    order, event = _ordering(kind, src)
+    order, event = _ordering(kind, src, device)
     o = make_op(op_type=C.OPTYPE_BROADCAST, name=_name(name), input=ptr, output=out_ptr,
                 shape=dims, ndim=len(shape), dtype=dtype, device=device, root_rank=root,
                 process_set_id=ps_id, **order)
@@ -226,7 +232,7 @@ def _rows_op(op_type, kind, tensor, name, process_set, reduce_op=None, prescale_
     if len(shape) == 0:
         raise ValueError("the tensor needs at least one dimension (rows), not a scalar")
     code = 0 if reduce_op is None else reduce_op_code(reduce_op)
-    order, event = _ordering(kind, src)
+    order, event = _ordering(kind, src, device)
     o = make_op(op_type=op_type, name=_name(name), input=ptr, shape=_shape_array(shape),
                 ndim=len(shape), dtype=dtype, device=device, reduce_op=code,
                 prescale_factor=prescale_factor, postscale_factor=postscale_factor,

@@ -87,22 +87,20 @@ class hvd_op(ctypes.Structure):
 
 
 _OP_FIELDS = frozenset(name for name, _ in hvd_op._fields_) - {"struct_size"}
+_OP_SIZE = ctypes.sizeof(hvd_op)
 
 
 def make_op(**fields):
     """An hvd_op with struct_size set, on the CPU, in the global process set,
     every other field zero, then ``fields`` (by name; an unknown name is a
-    TypeError naming it)."""
-    unknown = sorted(set(fields) - _OP_FIELDS)
-    if unknown:
+    TypeError naming it). Built by ctypes' own constructor: this is on every
+    op's path."""
+    if not _OP_FIELDS.issuperset(fields):
+        unknown = sorted(set(fields) - _OP_FIELDS)
         raise TypeError(f"hvd_op has no field {', '.join(unknown)}")
-    op = hvd_op()
-    op.struct_size = ctypes.sizeof(hvd_op)
-    op.device = C.DEVICE_CPU
-    op.process_set_id = C.GLOBAL_PROCESS_SET
-    for name, value in fields.items():
-        setattr(op, name, value)
-    return op
+    fields.setdefault("device", C.DEVICE_CPU)
+    fields.setdefault("process_set_id", C.GLOBAL_PROCESS_SET)
+    return hvd_op(struct_size=_OP_SIZE, **fields)
 
 
 def _declare(name, restype, *argtypes):

@@ -1,6 +1,8 @@
 #include "runtime/engine/handle_table.h"
 
+#include <algorithm>
 #include <string>
+#include <thread>
 #include <utility>
 
 namespace hvd::runtime::engine {
@@ -77,9 +79,20 @@ Status HandleTable::wait(int64_t id, std::optional<std::chrono::duration<double>
     it = states_.find(id);
     return it == states_.end() || it->second.done;
   };
+  const auto now = std::chrono::steady_clock::now();
+  const auto deadline =
+      timeout ? now + std::chrono::duration_cast<std::chrono::steady_clock::duration>(*timeout)
+              : std::chrono::steady_clock::time_point::max();
+  // Spin (yielding) a little before sleeping: a small op completes within
+  // tens of microseconds, and a sleeping waiter costs the engine a futex
+  // wake and this thread a context switch, more than the op itself.
+  const auto spin_until = std::min(deadline, now + kWaitSpin);
+  while (!finished() && std::chrono::steady_clock::now() < spin_until) {
+    lock.unlock();
+    std::this_thread::yield();
+    lock.lock();
+  }
   if (timeout) {
-    auto deadline = std::chrono::steady_clock::now() +
-                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(*timeout);
     if (!done_.wait_until(lock, deadline, finished)) {
       return common::timeout_error("handle " + std::to_string(id) + " is still pending after " +
                                    std::to_string(timeout->count()) + " s");

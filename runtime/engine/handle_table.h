@@ -58,6 +58,9 @@ struct FinishedOp {
 
 class HandleTable {
  public:
+  // How long wait() spins (yielding the core) before it sleeps.
+  static constexpr std::chrono::microseconds kWaitSpin{50};
+
   // Ids start at `first_id` (>= 1), so that a new runtime does not hand out
   // the ids of the one before it.
   explicit HandleTable(int64_t first_id = 1);

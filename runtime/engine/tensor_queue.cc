@@ -155,6 +155,18 @@ bool TensorQueue::closed() const {
 
 void TensorQueue::wait(Clock::time_point deadline, bool wake_on_work) {
   std::unique_lock lock(mu_);
+  if (wake_on_work) {
+    // Spin (yielding) a little before sleeping: the next op often comes
+    // within microseconds (a training step's burst, a blocking loop), and
+    // waking a sleeping engine costs every push a futex wake and the
+    // engine a context switch, more than a small op itself.
+    const Clock::time_point spin_until = std::min(deadline, Clock::now() + kIdleSpin);
+    while (!interrupted_ && queued_.empty() && Clock::now() < spin_until) {
+      lock.unlock();
+      std::this_thread::yield();
+      lock.lock();
+    }
+  }
   waiting_for_work_ = wake_on_work;
   wake_.wait_until(lock, deadline,
                    [&] { return interrupted_ || (wake_on_work && !queued_.empty()); });

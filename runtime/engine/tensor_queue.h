@@ -83,8 +83,11 @@ class TensorQueue {
   bool closed() const;
 
   // Sleeps until `deadline`; wakes earlier after interrupt(), or when
-  // `wake_on_work` and something is queued.
+  // `wake_on_work` and something is queued. With `wake_on_work` it first
+  // spins (yielding the core) for up to kIdleSpin: a push meanwhile needs
+  // no wake-up.
   void wait(Clock::time_point deadline, bool wake_on_work);
+  static constexpr std::chrono::microseconds kIdleSpin{50};
   // The batching window: while something is queued, waits until nothing was
   // pushed for `quiet`, but no longer than `longest` after the oldest
   // queued entry arrived (nor past interrupt()). Returns at once when

@@ -145,6 +145,13 @@ def _member(name, i):
     return f"{name}.{i}" if name else None
 
 
+def _needs_autograd(tensors):
+    """Whether autograd must record the op (some input requires grad and
+    grad mode is on); otherwise the op runs without a Function (the same
+    result, a few microseconds less per call)."""
+    return torch.is_grad_enabled() and any(getattr(t, "requires_grad", False) for t in tensors)
+
+
 # ---- allreduce ----------------------------------------------------------------
 
 def _allreduce_async(tensor, output_in_place, name, op, prescale_factor, postscale_factor,
@@ -192,8 +199,12 @@ def allreduce(tensor, average=None, name=None, compression=Compression.none, op=
     if _is_numpy(tensor):
         return _hnp.allreduce(tensor, op, name, prescale_factor, postscale_factor, process_set)
     compressed, cctx = compression.compress(tensor)
-    reduced = HorovodAllreduce.apply(compressed, name, op, prescale_factor, postscale_factor,
-                                     process_set)
+    if _needs_autograd((compressed,)):
+        reduced = HorovodAllreduce.apply(compressed, name, op, prescale_factor, postscale_factor,
+                                         process_set)
+    else:
+        reduced = _allreduce_async(compressed, False, name, op, prescale_factor,
+                                   postscale_factor, process_set).wait()
     return compression.decompress(reduced, cctx)
 
 
@@ -263,8 +274,12 @@ def grouped_allreduce(tensors, average=None, name=None, compression=Compression.
         return _hnp.grouped_allreduce(tensors, op, name, prescale_factor, postscale_factor,
                                       process_set)
     compressed, cctxs = zip(*[compression.compress(t) for t in tensors]) if tensors else ((), ())
-    reduced = HorovodGroupedAllreduce.apply(name, op, prescale_factor, postscale_factor,
-                                            process_set, *compressed)
+    if _needs_autograd(compressed):
+        reduced = HorovodGroupedAllreduce.apply(name, op, prescale_factor, postscale_factor,
+                                                process_set, *compressed)
+    else:
+        reduced = _grouped_allreduce_async(compressed, False, name, op, prescale_factor,
+                                           postscale_factor, process_set).wait()
     return [compression.decompress(t, c) for t, c in zip(reduced, cctxs)]
 
 
