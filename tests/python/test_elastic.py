@@ -2,14 +2,18 @@
 commit, restore and sync; run() recovering in place from a failed
 collective (restore the last commit, shutdown + init, sync from rank 0) with
 the same final parameters as a run without the failure; host updates;
-ElasticSampler; the reset limit."""
+ElasticSampler (Horovod's: partitions at sizes 1 to 4, resuming at a new
+size, a partial epoch committed then restored across a real reset, synced
+from rank 0); the reset limit."""
 
+import random
 import time
 
 import pytest
 import torch
 
 import hvd.torch as hvd
+import hvd.torch.elastic.sampler as sampler_module
 from hvd.elastic import HostUpdateResult
 
 STEPS = 6
@@ -134,21 +138,111 @@ def test_reset_limit_stops_a_failure_that_recurs_before_any_progress(monkeypatch
     assert hvd.allreduce(torch.ones(1), op=hvd.Sum).item() == hvd.size()
 
 
-def test_elastic_sampler_partitions_and_resumes():
+def horovod_order(n, seed, epoch, shuffle=True):
+    """Horovod's order of a dataset of n samples in an epoch."""
+    order = list(range(n))
+    if shuffle:
+        random.Random(seed + epoch).shuffle(order)
+    return order
+
+
+def in_world(monkeypatch, world_rank, world_size):
+    """The sampler sees this rank and size (a world it is reset into)."""
+    monkeypatch.setattr(sampler_module, "rank", lambda: world_rank)
+    monkeypatch.setattr(sampler_module, "size", lambda: world_size)
+
+
+@pytest.mark.parametrize("n,world,shuffle", [(20, 1, True), (20, 2, True), (20, 3, True),
+                                             (7, 3, False), (2, 3, True), (0, 2, True)])
+def test_elastic_sampler_partitions_as_horovod(monkeypatch, n, world, shuffle):
+    order = horovod_order(n, 5, 2, shuffle)
+    per_rank = -(-n // world)
+    padded = (order * (world + 1))[:per_rank * world] if order else []
+    for r in range(world):
+        in_world(monkeypatch, r, world)
+        s = hvd.elastic.ElasticSampler(list(range(n)), shuffle=shuffle, seed=5)
+        s.set_epoch(2)
+        assert list(iter(s)) == padded[r::world] and len(s) == per_rank
+        assert list(iter(s)) == padded[r::world]  # again: the same, without set_epoch
+        assert s.state_dict() == {"epoch": 2, "processed_num": 0}
+
+
+def test_elastic_sampler_resumes_at_a_new_size_without_repeating_or_losing(monkeypatch):
+    # 3 ranks process 2 batches of 2, then the world shrinks to 2 and grows
+    # to 4: every later world gets exactly what is left, in Horovod's order.
+    dataset = list(range(30))
+    order = horovod_order(30, 9, 0)
+    samplers = []
+    for r in range(3):
+        in_world(monkeypatch, r, 3)
+        samplers.append(hvd.elastic.ElasticSampler(dataset, seed=9))
+    for s in samplers:
+        s.record_batch(0, 2)
+        s.record_batch(1, 2)
+    assert {s.processed_num for s in samplers} == {12}  # 2 batches x 2 x 3 ranks
+    state = samplers[0].state_dict()
+    for new_size in (2, 4, 1):
+        seen = []
+        for r in range(new_size):
+            in_world(monkeypatch, r, new_size)
+            s = hvd.elastic.ElasticSampler(dataset, seed=9)
+            s.load_state_dict(state)  # what TorchState's sync hands a worker
+            mine = list(iter(s))
+            assert len(mine) == len(s) == -(-18 // new_size)
+            seen += mine
+        assert set(seen) == set(order[12:]), new_size  # nothing lost
+        assert not set(seen) & set(order[:12])          # nothing repeated
+    in_world(monkeypatch, 0, 2)
+    s = hvd.elastic.ElasticSampler(dataset, seed=9)
+    s.load_state_dict(state)
+    s.set_epoch(1)
+    assert s.processed_num == 0 and s.epoch == 1
+    assert list(iter(s)) == horovod_order(30, 9, 1)[0::2]
+
+
+def test_elastic_sampler_across_a_reset_restores_the_committed_partial_epoch():
+    # A real reset (a failed collective, hvd.elastic.run recovering in place)
+    # after a partial epoch: the sampler goes back to the last commit and
+    # the rest of the epoch is what Horovod's order leaves after it.
     n, r = hvd.size(), hvd.rank()
-    dataset = list(range(20))
+    dataset = list(range(40))
     sampler = hvd.elastic.ElasticSampler(dataset, shuffle=True, seed=3)
-    mine = list(iter(sampler))
-    assert len(mine) == len(sampler) == -(-20 // n)
-    everyone = hvd.allgather_object(mine)
+    everyone = hvd.allgather_object(list(iter(sampler)))
     assert set().union(*map(set, everyone)) == set(dataset)
-    sampler.record_batch(0, 2)  # this rank processed its first two samples
     state = hvd.elastic.TorchState(sampler=sampler)
+    seen_after_reset = []
+    injected = {"done": False}
+
+    @hvd.elastic.run
+    def train(state):
+        for idx, _ in enumerate(sampler):
+            if injected["done"]:
+                seen_after_reset.append(_)
+                continue
+            sampler.record_batch(idx, 1)
+            if idx == 2:
+                state.commit()  # 3 batches of 1 on every rank: 3 * n processed
+            if idx == 4:
+                injected["done"] = True
+                fail_collective()  # 2 more recorded, then the reset drops them
+
+    train(state)
+    assert sampler.processed_num == 3 * n
+    order = horovod_order(40, 3, 0)
+    left = order[3 * n:]
+    per_rank = -(-len(left) // n)
+    assert seen_after_reset == (left * 2)[:per_rank * n][r::n]
+    everything = hvd.allgather_object(seen_after_reset)
+    assert set().union(*map(set, everything)) == set(left)
+
+
+def test_torch_state_syncs_the_sampler_from_rank_0():
+    sampler = hvd.elastic.ElasticSampler(list(range(16)), seed=1)
+    sampler.record_batch(0, 1 + hvd.rank())  # the ranks disagree
+    state = hvd.elastic.TorchState(sampler=sampler)
+    state.sync()
+    assert sampler.state_dict() == {"epoch": 0, "processed_num": hvd.size()}  # rank 0's
     state.commit()
-    state.sync()  # the union of every rank's processed samples
-    done = set().union(*[set(m[:2]) for m in everyone])
-    assert sampler.processed_indices == done
-    left = list(iter(sampler))
-    assert not (set(left) & done)
-    sampler.set_epoch(1)
-    assert sampler.processed_indices == set() and sampler.epoch == 1
+    sampler.record_batch(1, 1)
+    state.restore()  # back to the commit
+    assert sampler.processed_num == hvd.size()

@@ -8,8 +8,7 @@ import torch
 from hvd.common import rank
 from hvd.elastic import ObjectState
 from hvd.torch.elastic.sampler import ElasticSampler
-from hvd.torch.functions import (allgather_object, broadcast_object, broadcast_optimizer_state,
-                                 broadcast_parameters)
+from hvd.torch.functions import broadcast_object, broadcast_optimizer_state, broadcast_parameters
 
 
 class StateHandler:
@@ -58,14 +57,8 @@ class OptimizerStateHandler(StateDictHandler):
 
 class SamplerStateHandler(StateDictHandler):
     def sync(self, root=0):
-        # Every worker's processed indices count: their union, then rank 0's
-        # epoch and that union everywhere.
-        processed = set()
-        for indices in allgather_object(self.value.processed_indices):
-            processed.update(indices)
-        state = self.value.state_dict()
-        state["processed_indices"] = processed
-        self.value.load_state_dict(broadcast_object(state, root_rank=root))
+        # As Horovod: rank 0's {epoch, processed_num} everywhere.
+        self.value.load_state_dict(broadcast_object(self.value.state_dict(), root_rank=root))
 
 
 _HANDLERS = [
@@ -90,8 +83,8 @@ def _split_handlers(kwargs):
 class TorchState(ObjectState):
     """``TorchState(model, optimizer, sampler=..., epoch=0, ...)``: models,
     optimizers and ElasticSamplers are saved as state dicts and synced with
-    broadcast_parameters / broadcast_optimizer_state / the sampler's union of
-    processed indices; other attributes as in ObjectState."""
+    broadcast_parameters / broadcast_optimizer_state / rank 0's sampler
+    state; other attributes as in ObjectState."""
 
     def __init__(self, model=None, optimizer=None, **kwargs):
         kwargs.update(dict(model=model, optimizer=optimizer))
