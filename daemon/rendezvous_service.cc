@@ -116,8 +116,13 @@ void RendezvousService::hosts_changed(std::vector<std::string> added_hosts,
   removed.hosts = std::move(removed_hosts);
   removed.slots = std::move(removed_slots);
   const int64_t seq = events_.publish(removed);
-  spdlog::info("rendezvous: host(s) removed: {} with slot(s) {} (event {})",
-               fmt::join(removed.hosts, ", "), fmt::join(removed.slots, ", "), seq);
+  if (removed.hosts.empty()) {
+    spdlog::info("rendezvous: worker(s) lost: slot(s) {} (event {})",
+                 fmt::join(removed.slots, ", "), seq);
+  } else {
+    spdlog::info("rendezvous: host(s) removed: {} with slot(s) {} (event {})",
+                 fmt::join(removed.hosts, ", "), fmt::join(removed.slots, ", "), seq);
+  }
 }
 
 grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::JoinRequest* req,

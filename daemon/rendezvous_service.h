@@ -49,7 +49,9 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service {
   //    current round of which some were members fail their pending
   //    collectives at once and rejoin without them.
   // A worker learns that a replacement waits to join without this call
-  // (ElasticRounds publishes it); call it for hosts only.
+  // (ElasticRounds publishes it). hvdrun also calls it with no hosts and
+  // the slot of a worker that died (a REMOVED event of that slot alone), so
+  // that its round's survivors stop waiting for it in any transport.
   void hosts_changed(std::vector<std::string> added_hosts, std::vector<std::string> removed_hosts,
                      std::vector<int> removed_slots);
   // Open Watch streams (tests, diagnostics).

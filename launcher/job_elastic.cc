@@ -240,7 +240,11 @@ void JobDriver::carry_out(elastic::Actions actions) {
               }
             },
             [&](const elastic::SlotLost& lost) {
-              rendezvous_->lost(lost.slot);
+              // A REMOVED event naming the slot: the survivors of its round
+              // fail their pending collectives at once, whatever transport
+              // they are in (a GPU transport may not notice a dead peer
+              // before its timeout), and rejoin without it.
+              rendezvous_->hosts_changed({}, {}, {lost.slot});
               rendezvous_->forget(lost.slot);
             },
             [&](const elastic::HostsChanged& change) {

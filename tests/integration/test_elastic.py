@@ -12,6 +12,7 @@ import pathlib
 import random
 import re
 import sys
+import time
 
 from conftest import BUILD_DIR, run
 from elastic_replay import STEPS, close_to, committed, finals, replay
@@ -52,6 +53,30 @@ def test_killed_worker_is_replaced_and_training_matches(hvdrun, tmp_path):
                 "started a replacement (reset 1 of 10)") in r.stderr, r.stderr
         # The survivors went on at 2 while the replacement started, then grew back to 3.
         assert sizes[3] == 3 and 2 in sizes.values() and sizes[STEPS - 1] == 3, sizes
+
+
+FAKECUDA = BUILD_DIR / "tests" / "plugins" / "libhvd_fake_cuda_plugin.so"
+
+
+def test_a_reset_aborts_device_collectives_and_rebuilds_the_gpu_transport(hvdrun, tmp_path):
+    # Every step runs a device allreduce on the GPU transport (fakecuda);
+    # the survivors of a kill -9 are inside one when the job resets: the
+    # reset aborts it at once (not after the 30 s transport timeout), the
+    # next round builds the GPU transport again, and training ends equal.
+    # Rank 1 dies inside the device allreduce of step 3 (fakecuda's hook:
+    # after the negotiation, before its contribution), the others wait in it.
+    start = time.monotonic()
+    r = train(hvdrun, tmp_path, -1, 0,
+              env={"ELASTIC_DEVICE_OPS": "1", "HVD_GPU_TRANSPORT": "fakecuda",
+                   "HVD_TRANSPORT_PLUGINS": f"fakecuda:cuda:{FAKECUDA}",
+                   "HVD_FAKECUDA_DIE_AT": "1:3",
+                   "HVD_FAKECUDA_DIE_MARKER": str(tmp_path / "died-in-device-op")})
+    took = time.monotonic() - start
+    sizes = check_run(r)
+    assert (tmp_path / "died-in-device-op").exists()
+    assert "rank 1 on host localhost was killed by signal 9 (SIGKILL)" in r.stderr, r.stderr
+    assert 2 in sizes.values(), sizes
+    assert took < 25, f"the reset waited for the transport timeout: {took:.1f} s"
 
 
 def test_many_random_kills_over_one_run(hvdrun, tmp_path):

@@ -14,7 +14,11 @@ depends only on (rank, step), so the final parameters are a deterministic
 function of the committed steps. Prints "final RANK v1 v2 ..." at the end.
 With ELASTIC_FULL_SIZE=N in the environment the last step waits (at most
 60 s) until the job is back at N workers, so a replacement started late in
-the run still joins before training ends (check_host_updates lets it in)."""
+the run still joins before training ends (check_host_updates lets it in).
+With ELASTIC_DEVICE_OPS=1 every step also runs a device allreduce (device =
+local rank, through the C ABI: HVD_GPU_TRANSPORT names the GPU transport,
+fakecuda here) after the kill point, so the survivors of a kill are inside a
+device collective when the job resets; its result is checked."""
 
 import os
 import signal
@@ -44,6 +48,26 @@ def data(rank, step):
 
 
 kills = [tuple(map(int, k.split(":"))) for k in os.environ.get("ELASTIC_KILLS", "").split(",") if k]
+device_ops = os.environ.get("ELASTIC_DEVICE_OPS") == "1"
+
+
+def device_allreduce(step):
+    """A sum of (rank + 1) over the world, as a device op of this rank's
+    device; HorovodInternalError (hvd.elastic.run resets) when it fails."""
+    import ctypes
+
+    import numpy as np
+
+    from hvd import _core
+    from hvd._lib import C, make_op
+    a = np.full(4, hvd.rank() + 1, dtype=np.float32)
+    dims = (ctypes.c_int64 * 1)(4)
+    op = make_op(op_type=C.OPTYPE_ALLREDUCE, name=f"device.{step}".encode(), input=a.ctypes.data,
+                 output=a.ctypes.data, shape=dims, ndim=1, dtype=C.FLOAT32,
+                 device=hvd.local_rank(), reduce_op=C.OP_SUM)
+    _core.submit(_core.Prep(op, (a, dims), lambda hid: a), "allreduce").wait()
+    n = hvd.size()
+    assert (a == n * (n + 1) / 2).all(), (a, n)
 hosts_file = os.environ.get("HOSTS_FILE")
 grown_steps = [0]
 
@@ -100,6 +124,8 @@ def train(state):
             if how == "raise":
                 raise RuntimeError(f"rank {hvd.rank()} fails at step {state.batch}")
             os.kill(os.getpid(), signal.SIGSTOP if how == "stop" else signal.SIGKILL)
+        if device_ops:
+            device_allreduce(state.batch)
         if hvd.rank() == 0:
             change_hosts(state.batch, hvd.size())
         print("COMMIT", state.batch, hvd.size(), flush=True)

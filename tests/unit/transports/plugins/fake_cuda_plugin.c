@@ -20,10 +20,12 @@
  * waits for that, bounded), and runs before anything enqueued after it.
  * Built with FAKECUDA_ABI_V1 it is a version-1 plugin without device
  * functions (the engine must then refuse device ops). */
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tests/unit/transports/plugins/fake_cuda_device.h"
 #include "tests/unit/transports/plugins/fake_cuda_streams.h"
@@ -74,6 +76,27 @@ static int32_t ordered_on(world* w, void* stream, hvd_plugin_status* status) {
   return code;
 }
 
+/* Test hook: HVD_FAKECUDA_DIE_AT="RANK:OP" kills this process (SIGKILL) at
+ * the start of collective number OP of its world on world rank RANK, once
+ * (HVD_FAKECUDA_DIE_MARKER names a file that says it happened): a peer dies
+ * while the others are inside a device collective, after the negotiation. */
+static void die_if_asked(const world* w, long long number) {
+  const char* at = getenv("HVD_FAKECUDA_DIE_AT");
+  const char* marker = getenv("HVD_FAKECUDA_DIE_MARKER");
+  int rank = -1;
+  long long op = -1;
+  if (at == NULL || marker == NULL || sscanf(at, "%d:%lld", &rank, &op) != 2) return;
+  if (rank != w->rank || op != number) return;
+  FILE* f = fopen(marker, "r");
+  if (f != NULL) {
+    fclose(f);
+    return;
+  }
+  f = fopen(marker, "w");
+  if (f != NULL) fclose(f);
+  raise(SIGKILL);
+}
+
 /* Starts op `op` on `stream`: counts it, refuses after an abort, waits for
  * the stream's earlier work, numbers it. */
 static int32_t begin_on(world* w, int op, void* stream, long long* number,
@@ -82,6 +105,7 @@ static int32_t begin_on(world* w, int op, void* stream, long long* number,
   if (atomic_load(&w->aborted)) return fail(status, HVD_ERR_ABORTED, "fakecuda: aborted");
   if (ordered_on(w, stream, status) != HVD_OK) return status->code;
   *number = w->next_op++;
+  die_if_asked(w, *number);
   return ok(status);
 }
 
@@ -101,16 +125,33 @@ static int32_t publish(world* w, long long number, int to, const void* data, siz
   return w->store.set(w->store.self, key, bytes > 0 ? data : &empty, bytes, status);
 }
 
-/* Reads exactly `bytes` published by `from` (for `to`, or -1) into out. */
+static long long now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+/* Reads exactly `bytes` published by `from` (for `to`, or -1) into out,
+ * within the world's timeout. It waits in slices of 50 ms and looks at the
+ * abort flag between them, as a real plugin must: an abort (an elastic
+ * reset) ends the wait at once, not at the timeout. */
 static int32_t fetch(world* w, long long number, int from, int to, void* out, size_t bytes,
                      hvd_plugin_status* status) {
   char key[320];
   char one;
   size_t length = 0;
   key_of(w, key, sizeof(key), number, from, to);
-  if (w->store.get(w->store.self, key, w->timeout_ms, bytes > 0 ? out : &one,
-                   bytes > 0 ? bytes : 1, &length, status) != HVD_OK) {
-    return status->code;
+  const long long deadline = now_ms() + w->timeout_ms;
+  for (;;) {
+    if (atomic_load(&w->aborted)) {
+      return fail(status, HVD_ERR_ABORTED, "fakecuda: aborted while waiting for a peer");
+    }
+    const long long left = deadline - now_ms();
+    const long long slice = left < 50 ? (left > 0 ? left : 1) : 50;
+    const int32_t code = w->store.get(w->store.self, key, slice, bytes > 0 ? out : &one,
+                                      bytes > 0 ? bytes : 1, &length, status);
+    if (code == HVD_OK) break;
+    if (code != HVD_ERR_TIMEOUT || now_ms() >= deadline) return status->code;
   }
   if (length != bytes) {
     return fail(status, HVD_ERR_INTERNAL, "fakecuda: a peer sent another size");
