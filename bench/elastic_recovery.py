@@ -8,7 +8,7 @@ same run.
          [--no-torchrun-default]
 
 Both jobs run the same loop: an allreduce of 1000 floats, a line
-"STEP rank step t_ns" (CLOCK_MONOTONIC, one clock for every process), 20 ms
+"STEP rank step t_ns size" (CLOCK_MONOTONIC, one clock for every process), 20 ms
 of "compute". Rank 1 kills itself with SIGKILL after step 5, once, writing
 the kill time first.
 
@@ -36,8 +36,8 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
-STEP = re.compile(r"STEP (\d+) (\d+) (\d+)")
-KILL_AT, STEPS = 5, 100
+STEP = re.compile(r"STEP (\d+) (\d+) (\d+) (\d+)")
+KILL_AT, STEPS = 5, 250  # room for a replacement that starts slowly on a loaded machine
 
 COMMON = r'''
 import os, signal, sys, time
@@ -45,8 +45,8 @@ import torch
 marker, kill_at, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def now():
     return time.clock_gettime_ns(time.CLOCK_MONOTONIC)
-def after_step(rank, step):
-    print(f"STEP {rank} {step} {now()}", flush=True)
+def after_step(rank, step, size):
+    print(f"STEP {rank} {step} {now()} {size}", flush=True)
     if rank == 1 and step == kill_at and not os.path.exists(marker):
         with open(marker, "w") as f:
             f.write(str(now()))
@@ -63,7 +63,7 @@ state = hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, step=0)
 def train(state):
     while state.step < steps:
         hvd.allreduce(torch.ones(1000), op=hvd.Sum, name="grad")
-        after_step(hvd.rank(), state.step)
+        after_step(hvd.rank(), state.step, hvd.size())
         state.step += 1
         state.commit()
 
@@ -77,7 +77,7 @@ dist.init_process_group("gloo")
 for step in range(steps):
     t = torch.ones(1000)
     dist.all_reduce(t)
-    after_step(dist.get_rank(), step)
+    after_step(dist.get_rank(), step, dist.get_world_size())
 dist.destroy_process_group()
 '''
 
@@ -92,30 +92,28 @@ def child_env(build, extra=None):
     return env
 
 
-def recovery(stdout, marker):
-    """(a, b) seconds after the kill: the first step completed after it by a
-    rank other than the victim, and by the victim's rank (its replacement).
-    Step KILL_AT itself is left out: the survivors may print it a moment
-    after the victim wrote the kill time."""
+def recovery(stdout, marker, size):
+    """(a, b) seconds after the kill: the first step completed after it (by
+    a survivor), and the first completed at the full `size` again (the
+    replacement has joined; survivors are renumbered, so the victim's rank
+    number tells nothing). Step KILL_AT itself is left out: the survivors may
+    print it a moment after the victim wrote the kill time."""
     kill_ns = int(pathlib.Path(marker).read_text())
-    first = {}
-    for m in STEP.finditer(stdout):
-        rank, step, t = int(m.group(1)), int(m.group(2)), int(m.group(3))
-        if t > kill_ns and step != KILL_AT and rank not in first:
-            first[rank] = t
-    survivors = [t for r, t in first.items() if r != 1]
-    if not survivors or 1 not in first:
-        raise RuntimeError(f"no step after the kill (ranks {sorted(first)})\n{stdout[-3000:]}")
-    return (min(survivors) - kill_ns) / 1e9, (first[1] - kill_ns) / 1e9
+    after = [(int(m.group(3)), int(m.group(4))) for m in STEP.finditer(stdout)
+             if int(m.group(3)) > kill_ns and int(m.group(2)) != KILL_AT]
+    full = [t for t, n in after if n == size]
+    if not after or not full:
+        raise RuntimeError(f"no step after the kill at full size {size}\n{stdout[-3000:]}")
+    return (min(t for t, _ in after) - kill_ns) / 1e9, (min(full) - kill_ns) / 1e9
 
 
-def run_job(argv, env, marker, timeout=300):
+def run_job(argv, env, marker, size, timeout=300):
     r = subprocess.run(argv, capture_output=True, text=True, errors="replace", env=env,
                        timeout=timeout)
     if r.returncode != 0:
         raise RuntimeError(f"{' '.join(argv[:8])} ...: exit {r.returncode}\n"
                            f"{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
-    return recovery(r.stdout, marker)
+    return recovery(r.stdout, marker, size)
 
 
 def hvd_run(build, python, np, workdir, i):
@@ -124,7 +122,7 @@ def hvd_run(build, python, np, workdir, i):
     marker = pathlib.Path(workdir) / f"hvd-kill-{i}"
     argv = [str(pathlib.Path(build) / "bin" / "hvdrun"), "-np", str(np), "--min-np",
             str(max(1, np - 1)), python, str(worker), str(marker), str(KILL_AT), str(STEPS)]
-    return run_job(argv, child_env(build), marker)
+    return run_job(argv, child_env(build), marker, np)
 
 
 def torchrun_run(build, python, np, workdir, i, monitor):
@@ -139,7 +137,7 @@ def torchrun_run(build, python, np, workdir, i, monitor):
             "--master_addr", "127.0.0.1", "--master_port", str(port),
             "--redirects", "9:1", "--tee", "9:1",  # Debian's torch 1.13 needs these (docs)
             str(worker), str(marker), str(KILL_AT), str(STEPS)]
-    return run_job(argv, child_env(build), marker)
+    return run_job(argv, child_env(build), marker, np)
 
 
 def main():
@@ -171,7 +169,7 @@ def main():
             rows.append((name, a, b))
     print(f"\nElastic recovery, {args.np} ranks on this machine, median of {args.repeat} "
           f"(seconds after kill -9 of rank 1)\n")
-    print("| job | (a) survivors' next step | (b) full size: replacement's first step |")
+    print("| job | (a) survivors' next step | (b) back at full size: first step at N |")
     print("| --- | --- | --- |")
     for name, a, b in rows:
         print(f"| {name} | {a:.3f} | {b:.3f} |")
