@@ -1,6 +1,6 @@
-"""Fixtures for the multihost tests: three namespace hosts, their agents, hvdrun.
+"""Fixtures for the multihost tests: four namespace hosts, their agents, hvdrun.
 
-    cluster  (session)  namespaces hvdmh-h1..h3 on bridge hvdmh-br (netns.py);
+    cluster  (session)  namespaces hvdmh-h1..h4 on bridge hvdmh-br (netns.py);
                         skips every test without root or `ip netns`
     secret   (session)  a 0600 shared-secret file
     agents   (session)  one hvd-agent per namespace; agents.ensure(tls=...)
@@ -8,7 +8,7 @@
     tls      (session)  CA, per-host server certificates and a client
                         certificate made with the openssl CLI
     hvdrun   (function) runs build/bin/hvdrun in the root namespace with
-                        h1..h3 resolvable (private /etc/hosts)
+                        h1..h4 resolvable (private /etc/hosts)
 
 Every subprocess has a deadline; whatever a test started is killed and the
 namespaces are deleted even when it fails.
@@ -58,7 +58,7 @@ def cluster():
     if reason:
         pytest.skip(reason)
     netns.install_sigterm_teardown()
-    c = netns.Cluster(3)
+    c = netns.Cluster(4)
     try:
         c.setup()
     except RuntimeError as e:  # e.g. a container that may list but not add namespaces

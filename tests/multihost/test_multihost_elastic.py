@@ -34,13 +34,13 @@ def script_listing(tmp_path, hosts_file):
     return str(script)
 
 
-def start_training(hvdrun, secret, tmp_path, np, script, steps, env=None):
+def start_training(hvdrun, secret, tmp_path, np, script, steps, env=None, pause="0.05"):
     return hvdrun.start(
         [*np, "--host-discovery-script", script, "--discovery-interval", "0.2",
          "--blacklist-cooldown-range", "1", "2", "--secret-file", secret,
          "-x", f"PYTHONPATH={BUILD_DIR / 'python'}", "-x", "OMP_NUM_THREADS=1",
          *[a for k, v in (env or {}).items() for a in ("-x", f"{k}={v}")],
-         PYTHON, WORKER, str(tmp_path / "marker"), "-1", "0", str(steps), "kill", "0.05"])
+         PYTHON, WORKER, str(tmp_path / "marker"), "-1", "0", str(steps), "kill", pause])
 
 
 def check_training(r, ranks, steps):
