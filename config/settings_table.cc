@@ -27,6 +27,10 @@ constexpr std::array kSettings = {
     SettingSpec{"gpu_staging_plugin", "HVD_GPU_STAGING_PLUGIN", "", SettingType::kString, "nccl",
                 "CUDA transport plugin whose device functions (copies, pinned memory) stage "
                 "CUDA tensors for HVD_GPU_TRANSPORT=gloo; it needs no communicator"},
+    SettingSpec{"gpu_staging_chunk", "HVD_GPU_STAGING_CHUNK", "", SettingType::kByteSize,
+                "4194304",
+                "Bytes of a staged allreduce copied to host memory, reduced and copied back "
+                "per step; the next chunk's copy to the host overlaps the CPU collective"},
     SettingSpec{"hierarchical_allreduce", "HVD_HIERARCHICAL_ALLREDUCE",
                 "HOROVOD_HIERARCHICAL_ALLREDUCE", SettingType::kBool, "false",
                 "Device (CUDA) allreduce in three steps when a process set spans hosts of equal "

@@ -55,7 +55,7 @@ common::Result<transports::DeviceLink> open_link(const transports::TransportRegi
 
 common::Result<GpuTransportChoice> GpuTransportChoice::parse(
     const std::string& setting, const transports::TransportRegistry& registry,
-    const std::string& staging_plugin, bool hierarchical) {
+    const std::string& staging_plugin, bool hierarchical, size_t staging_chunk) {
   std::vector<std::string> cuda = registry.names(DeviceKind::kCuda);
   std::string cuda_list;
   for (const auto& name : cuda) cuda_list += ", " + name;
@@ -65,7 +65,7 @@ common::Result<GpuTransportChoice> GpuTransportChoice::parse(
                                     "one of: " + cuda_list.substr(cuda_list.empty() ? 0 : 2));
   }
   if (setting == kAuto || setting == kStaged || is_cuda_transport(cuda, setting)) {
-    return GpuTransportChoice(setting, staging_plugin, hierarchical);
+    return GpuTransportChoice(setting, staging_plugin, hierarchical, staging_chunk);
   }
   return common::invalid_argument("HVD_GPU_TRANSPORT (gpu_transport) '" + setting +
                                   "' is not a transport for CUDA tensors; choose one of: " +
@@ -106,7 +106,7 @@ common::Result<transports::DeviceLink> GpuTransportChoice::connect_staged(
     }
     return std::unique_ptr<transports::Transport>(
         std::make_unique<transports::staging::StagedTransport>(std::move(cpu).value(),
-                                                               std::move(work)));
+                                                               std::move(work), staging_chunk_));
   });
 }
 

@@ -36,11 +36,13 @@ class GpuTransportChoice {
   // tensors (unknown, or a CPU transport), listing the choices.
   // `staging_plugin` (gpu_staging_plugin): the CUDA transport whose device
   // work stages for `gloo`; kInvalidArgument when it is none.
-  // `hierarchical`: the hierarchical_allreduce setting.
+  // `hierarchical`: the hierarchical_allreduce setting; `staging_chunk`:
+  // gpu_staging_chunk (bytes of a staged allreduce per step).
   static common::Result<GpuTransportChoice> parse(const std::string& setting,
                                                   const transports::TransportRegistry& registry,
                                                   const std::string& staging_plugin = "nccl",
-                                                  bool hierarchical = false);
+                                                  bool hierarchical = false,
+                                                  size_t staging_chunk = size_t{4} << 20);
 
   // The transport and device work for one set's device ops (context.device:
   // the ordinal; context.timeout bounds the device's waits).
@@ -55,9 +57,10 @@ class GpuTransportChoice {
   bool hierarchical() const { return hierarchical_; }
 
  private:
-  GpuTransportChoice(std::string setting, std::string staging_plugin, bool hierarchical)
+  GpuTransportChoice(std::string setting, std::string staging_plugin, bool hierarchical,
+                     size_t staging_chunk)
       : setting_(std::move(setting)), staging_plugin_(std::move(staging_plugin)),
-        hierarchical_(hierarchical) {}
+        hierarchical_(hierarchical), staging_chunk_(staging_chunk) {}
   common::Result<transports::DeviceLink> connect_staged(
       const transports::TransportRegistry& registry,
       const transports::TransportContext& context) const;
@@ -65,6 +68,7 @@ class GpuTransportChoice {
   std::string setting_;
   std::string staging_plugin_;
   bool hierarchical_;
+  size_t staging_chunk_;
 };
 
 }  // namespace hvd::runtime

@@ -59,7 +59,8 @@ Result<std::unique_ptr<Runtime>> Runtime::init(const EnvLookup& lookup, int64_t 
   if (!registry.is_ok()) return registry.status();
   auto gpu = GpuTransportChoice::parse(settings.get("gpu_transport"), registry.value(),
                                        settings.get("gpu_staging_plugin"),
-                                       settings.get_bool("hierarchical_allreduce"));
+                                       settings.get_bool("hierarchical_allreduce"),
+                                       static_cast<size_t>(settings.get_int("gpu_staging_chunk")));
   if (!gpu.is_ok()) return gpu.status();
   std::unique_ptr<Runtime> runtime(new Runtime(std::move(world).value(), std::move(settings),
                                                first_handle, std::move(registry).value(),

@@ -34,12 +34,16 @@ def test_device_ops_run_on_the_plugin_and_cpu_ops_do_not(hvdrun):
     assert "ok rank 0" in r.stdout and "ok rank 1" in r.stdout, r.stdout
 
 
-@pytest.mark.parametrize("np_", [2, 3])
-def test_staged_device_ops_run_on_the_cpu_transport_through_the_device_copies(hvdrun, np_):
-    # HVD_GPU_TRANSPORT=gloo: fakecuda provides only the device work.
+@pytest.mark.parametrize("np_,chunk", [(2, "4194304"), (3, "12")])
+def test_staged_device_ops_run_on_the_cpu_transport_through_the_device_copies(hvdrun, np_,
+                                                                              chunk):
+    # HVD_GPU_TRANSPORT=gloo: fakecuda provides only the device work. A
+    # 12-byte chunk stages allreduces an element or three at a time, each
+    # chunk's copy to the host overlapping the reduction of the one before
+    # on fakecuda's asynchronous stream.
     r = job(hvdrun, np_, ["staged", str(PLUGIN)], hvdrun_args=["--log-level", "info"],
             HVD_GPU_TRANSPORT="gloo", HVD_GPU_STAGING_PLUGIN="fakecuda",
-            HVD_TRANSPORT_PLUGINS=f"fakecuda:cuda:{PLUGIN}")
+            HVD_TRANSPORT_PLUGINS=f"fakecuda:cuda:{PLUGIN}", HVD_GPU_STAGING_CHUNK=chunk)
     out = r.stdout + r.stderr
     assert r.returncode == 0, out
     for rank in range(np_):

@@ -7,6 +7,10 @@
 // device functions (the gpu_staging_plugin setting, default nccl's), which
 // need no communicator: several ranks may share one GPU, which NCCL refuses.
 //
+// An allreduce goes in chunks of `chunk_bytes` (gpu_staging_chunk; whole
+// elements; the same on every rank): while the CPU reduces one chunk, the
+// next one is copied to the host; each reduced chunk is copied back at once.
+//
 // The pinned buffers (one for inputs, one for outputs) grow to the largest
 // op and are freed with the transport. Engine thread only, like every
 // Transport; abort() reaches the CPU transport from any thread.
@@ -22,7 +26,10 @@ namespace hvd::transports::staging {
 
 class StagedTransport final : public Transport, public StreamedTransport {
  public:
-  StagedTransport(std::unique_ptr<Transport> cpu, std::shared_ptr<DeviceWork> work);
+  static constexpr size_t kDefaultChunk = size_t{4} << 20;
+
+  StagedTransport(std::unique_ptr<Transport> cpu, std::shared_ptr<DeviceWork> work,
+                  size_t chunk_bytes = kDefaultChunk);
   ~StagedTransport() override;
   StagedTransport(const StagedTransport&) = delete;
   StagedTransport& operator=(const StagedTransport&) = delete;
@@ -52,10 +59,13 @@ class StagedTransport final : public Transport, public StreamedTransport {
   // Copies `bytes` (device to pinned host, or back) on the op's stream and
   // waits: the host may read the copy, or the result is on the device.
   Status copy_and_wait(void* dst, const void* src, size_t bytes);
+  // Enqueues the copy on the op's stream only.
+  Status copy_async(void* dst, const void* src, size_t bytes);
 
   std::unique_ptr<Transport> cpu_;
   std::shared_ptr<DeviceWork> work_;
   std::string name_;
+  size_t chunk_bytes_;
   void* stream_ = nullptr;
   Pinned in_;
   Pinned out_;
