@@ -10,6 +10,7 @@
 #include "launcher/check_build.h"
 #include "launcher/exit_codes.h"
 #include "launcher/horovod_shim.h"
+#include "launcher/horovodrun_flags.h"
 #include "launcher/host_discovery.h"
 
 #ifndef HVD_VERSION
@@ -99,8 +100,9 @@ common::Result<std::vector<std::string>> parse_interfaces(const std::string& tex
 // starts at the first argument that is neither an option nor an option's
 // value (or right after "--"). This is what CLI11's prefix_command does, but
 // unknown flags before the command stay errors instead of becoming part of
-// the command. Also spells Horovod's "-np" as "--np" (CLI11 short names are
-// one character).
+// the command. Also spells Horovod's "-np", "-hostfile" and "-cb" as
+// "--np", "--hostfile" and "--check-build" (CLI11 short names are one
+// character).
 struct SplitArgs {
   std::vector<std::string> options;
   std::vector<std::string> command;
@@ -116,6 +118,8 @@ SplitArgs split_arguments(const CLI::App& app, const std::vector<std::string>& a
       break;
     }
     if (arg == "-np" || arg.rfind("-np=", 0) == 0) arg.insert(0, "-");
+    if (arg == "-hostfile" || arg.rfind("-hostfile=", 0) == 0) arg.insert(0, "-");  // horovodrun's
+    if (arg == "-cb") arg = "--check-build";                                          // horovodrun's
     if (arg.size() < 2 || arg[0] != '-') break;
     out.options.push_back(arg);
     bool is_long = arg[1] == '-';
@@ -145,7 +149,7 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
       "worker's; 1 hvdrun failed (an agent unreachable, refusing or lost), 2 usage error, "
       "124 rendezvous timeout, 125 a worker stopped responding, 126/127 command not executable/"
       "not found, 128+N signal N.");
-  app.set_version_flag("--version", std::string("hvdrun (hvd) ") + HVD_VERSION);
+  app.set_version_flag("-v,--version", std::string("hvdrun (hvd) ") + HVD_VERSION);
 
   int np = 0;
   std::string host_list;
@@ -202,7 +206,7 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
   app.add_option("--tls-ca", tls.ca, "PEM CA bundle the agents' certificates must chain to")
       ->type_name("FILE");
   auto* interfaces_opt =
-      app.add_option("--network-interface", network_interfaces,
+      app.add_option("--network-interface,--network-interfaces", network_interfaces,
                      "Interfaces the workers bind to, first one a host has wins (remote jobs)")
           ->type_name("NAME[,NAME]");
 
@@ -213,7 +217,7 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
                "Start a job-scoped hvd-agent on every remote host over ssh (no daemon or "
                "--secret-file needed)");
   auto* ssh_port_opt =
-      app.add_option("--ssh-port", ssh_port, "Port of the remote ssh servers (ssh -p)")
+      app.add_option("-p,--ssh-port", ssh_port, "Port of the remote ssh servers (ssh -p)")
           ->type_name("N");
   auto* ssh_command_opt =
       app.add_option("--ssh-command", ssh_command,
@@ -233,11 +237,17 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
                        std::string(spec.default_value) + "]";
     std::string& value = tunable_values[std::string(spec.key)];
     // A boolean is a bare flag (--autotune), or --autotune=false.
+    // horovodrun's name for the same setting, where it differs.
+    const std::string names =
+        flag_for(spec.key) +
+        (spec.key == "autotune_max_samples" ? ",--autotune-bayes-opt-max-samples" : "");
     auto* opt = spec.type == config::SettingType::kBool
-                    ? app.add_flag(flag_for(spec.key), value, help)
-                    : app.add_option(flag_for(spec.key), value, help)->type_name(value_name(spec.type));
+                    ? app.add_flag(names, value, help)
+                    : app.add_option(names, value, help)->type_name(value_name(spec.type));
     tunables.emplace_back(&spec, opt);
   }
+  HorovodrunFlags horovodrun;
+  horovodrun.add_to(app);
 
   // A repeated scalar option takes its last value, as in most launchers.
   for (CLI::Option* opt : app.get_options()) {
@@ -285,6 +295,10 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
     if (!s.is_ok()) return usage_error(s.message());
   }
   if (common::Status s = options.settings.apply_environment(lookup); !s.is_ok()) {
+    return usage_error(s.message());
+  }
+  // horovodrun's flags, then hvdrun's own (which win when both are given).
+  if (common::Status s = horovodrun.apply(options.settings, options.warnings); !s.is_ok()) {
     return usage_error(s.message());
   }
   for (const auto& [spec, opt] : tunables) {

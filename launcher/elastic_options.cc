@@ -3,11 +3,12 @@
 namespace hvd::launcher {
 
 void add_elastic_options(CLI::App& app, ElasticArgs& args) {
-  args.min_np_opt = app.add_option("--min-np", args.min_np,
+  args.min_np_opt = app.add_option("--min-np,--min-num-proc", args.min_np,
                                    "Elastic job: fewest workers (at most -np)")
                         ->type_name("N");
   args.max_np_opt =
-      app.add_option("--max-np", args.max_np, "Elastic job: most workers (at least -np)")
+      app.add_option("--max-np,--max-num-proc", args.max_np,
+                     "Elastic job: most workers (at least -np)")
           ->type_name("N");
   args.reset_limit_opt =
       app.add_option("--reset-limit", args.reset_limit,
@@ -23,7 +24,7 @@ void add_elastic_options(CLI::App& app, ElasticArgs& args) {
                           ->type_name("LO HI")
                           ->expected(2);
   args.slots_per_host_opt =
-      app.add_option("--slots-per-host", args.slots_per_host,
+      app.add_option("--slots-per-host,--slots", args.slots_per_host,
                      "Slots of a discovered host printed without slots (default 1)")
           ->type_name("N");
 }

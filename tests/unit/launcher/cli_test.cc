@@ -222,3 +222,53 @@ TEST_CASE("autotune: bad values name the token") {
              Catch::Contains("HOROVOD_AUTOTUNE_WARMUP_SAMPLES") && Catch::Contains("'-1'"));
   g_env.clear();
 }
+
+TEST_CASE("horovodrun's flags: the same meaning, ignored with a note, or refused with the reason") {
+  g_env.clear();
+  // Aliases of hvdrun's own flags and horovodrun's multi-letter short names.
+  std::string hostfile = hvd::test::write_temp_file("localhost slots=2\n");
+  auto o = parse_ok({"-np", "2", "--min-num-proc", "1", "--max-num-proc", "4", "--slots", "2",
+                     "-hostfile", hostfile, "--ssh", "-p", "2222", "--network-interfaces", "lo",
+                     "--autotune-bayes-opt-max-samples", "7", "prog"});
+  std::remove(hostfile.c_str());
+  CHECK(o.np == 2);
+  REQUIRE(o.hosts.size() == 1);
+  CHECK(o.hosts[0].slots == 2);
+  CHECK(o.ssh_port == 2222);
+  CHECK(o.network_interfaces == std::vector<std::string>{"lo"});
+  CHECK(o.settings.get("autotune_max_samples") == "7");
+  // Settings under horovodrun's names and units.
+  o = parse_ok({"-np", "1", "--fusion-threshold-mb", "32", "--gloo-timeout-seconds", "45",
+                "--no-stall-check", "--no-hierarchical-allreduce", "prog"});
+  CHECK(o.settings.get_int("fusion_threshold") == (int64_t{32} << 20));
+  CHECK(o.settings.get("transport_timeout") == "45");
+  CHECK(o.settings.get("stall_check_warning_time_seconds") == "0");
+  CHECK(o.settings.get("stall_check_shutdown_time_seconds") == "0");
+  CHECK(o.settings.get("hierarchical_allreduce") == "false");
+  CHECK(o.warnings.empty());
+  // hvdrun's own flag wins over horovodrun's spelling of the same setting.
+  o = parse_ok({"-np", "1", "--fusion-threshold-mb", "32", "--fusion-threshold", "1024", "prog"});
+  CHECK(o.settings.get_int("fusion_threshold") == 1024);
+  // Ignored where it cannot matter: one note each.
+  o = parse_ok({"-np", "1", "--gloo", "--disable-cache", "--num-nccl-streams", "2", "prog"});
+  CHECK(o.warnings == std::vector<std::string>{
+                          "--gloo: ignored: hvd always runs without MPI (gloo, shm and NCCL)",
+                          "--disable-cache: ignored: hvd keeps no cache of host checks between runs",
+                          "--num-nccl-streams: ignored: hvd runs NCCL on one communication stream "
+                          "per device"});
+  // Refused, saying why.
+  CHECK(parse_error({"-np", "1", "--mpi", "prog"}) ==
+        "hvdrun: error: --mpi is a horovodrun flag hvdrun refuses: hvd runs without MPI: drop it "
+        "(collectives run on gloo, shm and NCCL)\n");
+  CHECK_THAT(parse_error({"-np", "1", "--jsrun", "prog"}), Catch::Contains("without MPI or jsrun"));
+  CHECK_THAT(parse_error({"-np", "1", "--mpi-args", "--bind-to none", "prog"}),
+             Catch::Contains("--mpi-args is a horovodrun flag hvdrun refuses"));
+  CHECK_THAT(parse_error({"-np", "1", "--ssh-identity-file", "k", "prog"}),
+             Catch::Contains("--ssh-command 'ssh -i FILE'"));
+  CHECK(parse_error({"-np", "1", "--fusion-threshold-mb", "x", "prog"}) ==
+        "hvdrun: error: --fusion-threshold-mb 'x': not a number of MiB (0 or more)\n");
+  // -cb is --check-build.
+  CliOutcome cb = parse_command_line({"-cb"}, fake_getenv);
+  REQUIRE(std::holds_alternative<CliExit>(cb));
+  CHECK_THAT(std::get<CliExit>(cb).out, Catch::Contains("Available transports"));
+}
