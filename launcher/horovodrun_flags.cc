@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdint>
+#include <string>
 
 namespace hvd::launcher {
 
@@ -29,11 +30,17 @@ constexpr Ignored kIgnored[] = {
      "hvd's autotune measures a grid, with no Gaussian process"},
 };
 
-// Refused: the flag, its value's name, why, and what to do instead.
+// Refused: the flag (CLI11's names: "-i,--ssh-identity-file"), its value's
+// name, why, and what to do instead.
 struct Refused {
   const char* name;
   const char* value;
   const char* why;
+  // The name in the message: the long one.
+  std::string shown() const {
+    const std::string names = name;
+    return names.substr(names.rfind(',') + 1);
+  }
 };
 constexpr Refused kRefused[] = {
     {"--mpi", "", "hvd runs without MPI: drop it (collectives run on gloo, shm and NCCL)"},
@@ -42,7 +49,7 @@ constexpr Refused kRefused[] = {
     {"--mpi-threads-disable", "", "it configures MPI, which hvd does not use"},
     {"--binding-args", "ARGS", "it passes binding options to mpirun, which hvd does not use"},
     {"--tcp", "", "it tells mpirun to use TCP; hvd's CPU transports need no such flag"},
-    {"--ssh-identity-file", "FILE", "give it to ssh instead: --ssh-command 'ssh -i FILE'"},
+    {"-i,--ssh-identity-file", "FILE", "give it to ssh instead: --ssh-command 'ssh -i FILE'"},
 };
 
 }  // namespace
@@ -72,8 +79,8 @@ common::Status HorovodrunFlags::apply(config::Settings& settings,
                                       std::vector<std::string>& notes) const {
   for (const Refused& r : kRefused) {
     if (given(r.name)) {
-      return common::invalid_argument(std::string(r.name) + " is a horovodrun flag hvdrun "
-                                      "refuses: " + r.why);
+      return common::invalid_argument(r.shown() + " is a horovodrun flag hvdrun refuses: " +
+                                      r.why);
     }
   }
   if (given("--fusion-threshold-mb")) {

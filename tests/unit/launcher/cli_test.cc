@@ -265,6 +265,8 @@ TEST_CASE("horovodrun's flags: the same meaning, ignored with a note, or refused
              Catch::Contains("--mpi-args is a horovodrun flag hvdrun refuses"));
   CHECK_THAT(parse_error({"-np", "1", "--ssh-identity-file", "k", "prog"}),
              Catch::Contains("--ssh-command 'ssh -i FILE'"));
+  CHECK_THAT(parse_error({"-np", "1", "-i", "k", "prog"}),
+             Catch::StartsWith("hvdrun: error: --ssh-identity-file is a horovodrun flag"));
   CHECK(parse_error({"-np", "1", "--fusion-threshold-mb", "x", "prog"}) ==
         "hvdrun: error: --fusion-threshold-mb 'x': not a number of MiB (0 or more)\n");
   // -cb is --check-build.
