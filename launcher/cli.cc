@@ -237,10 +237,7 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
                        std::string(spec.default_value) + "]";
     std::string& value = tunable_values[std::string(spec.key)];
     // A boolean is a bare flag (--autotune), or --autotune=false.
-    // horovodrun's name for the same setting, where it differs.
-    const std::string names =
-        flag_for(spec.key) +
-        (spec.key == "autotune_max_samples" ? ",--autotune-bayes-opt-max-samples" : "");
+    const std::string names = flag_for(spec.key) + HorovodrunFlags::alias_of(spec.key);
     auto* opt = spec.type == config::SettingType::kBool
                     ? app.add_flag(names, value, help)
                     : app.add_option(names, value, help)->type_name(value_name(spec.type));

@@ -10,13 +10,21 @@ namespace {
 
 constexpr const char* kGroup = "horovodrun's flags (accepted for copied command lines)";
 
-// Ignored: the flag, its value's name ("" for a bare flag), why it cannot matter.
-struct Ignored {
+// A horovodrun flag hvdrun ignores or refuses: its CLI11 names
+// ("-i,--ssh-identity-file"), its value's name ("" for a bare flag), and
+// why it cannot matter (ignored) or what to do instead (refused).
+struct Compat {
   const char* name;
   const char* value;
   const char* why;
+  // The name in messages: the long one.
+  std::string shown() const {
+    const std::string names = name;
+    return names.substr(names.rfind(',') + 1);
+  }
 };
-constexpr Ignored kIgnored[] = {
+
+constexpr Compat kIgnored[] = {
     {"--gloo", "", "hvd always runs without MPI (gloo, shm and NCCL)"},
     {"--disable-cache", "", "hvd keeps no cache of host checks between runs"},
     {"--log-without-timestamp", "", "hvd's log lines keep their timestamps"},
@@ -30,19 +38,7 @@ constexpr Ignored kIgnored[] = {
      "hvd's autotune measures a grid, with no Gaussian process"},
 };
 
-// Refused: the flag (CLI11's names: "-i,--ssh-identity-file"), its value's
-// name, why, and what to do instead.
-struct Refused {
-  const char* name;
-  const char* value;
-  const char* why;
-  // The name in the message: the long one.
-  std::string shown() const {
-    const std::string names = name;
-    return names.substr(names.rfind(',') + 1);
-  }
-};
-constexpr Refused kRefused[] = {
+constexpr Compat kRefused[] = {
     {"--mpi", "", "hvd runs without MPI: drop it (collectives run on gloo, shm and NCCL)"},
     {"--jsrun", "", "hvd runs without MPI or jsrun: start the job with hvdrun, or under srun"},
     {"--mpi-args", "ARGS", "it passes options to mpirun, which hvd does not use"},
@@ -53,6 +49,10 @@ constexpr Refused kRefused[] = {
 };
 
 }  // namespace
+
+std::string HorovodrunFlags::alias_of(std::string_view setting_key) {
+  return setting_key == "autotune_max_samples" ? ",--autotune-bayes-opt-max-samples" : "";
+}
 
 void HorovodrunFlags::add_to(CLI::App& app) {
   auto add = [&](const std::string& name, const std::string& value_name,
@@ -66,8 +66,8 @@ void HorovodrunFlags::add_to(CLI::App& app) {
   add("--gloo-timeout-seconds", "N", "horovodrun's: --transport-timeout");
   add("--no-stall-check", "", "horovodrun's: stall checks off (their times 0)");
   add("--no-hierarchical-allreduce", "", "horovodrun's: --hierarchical-allreduce=false");
-  for (const Ignored& i : kIgnored) add(i.name, i.value, std::string("ignored: ") + i.why);
-  for (const Refused& r : kRefused) add(r.name, r.value, std::string("refused: ") + r.why);
+  for (const Compat& i : kIgnored) add(i.name, i.value, std::string("ignored: ") + i.why);
+  for (const Compat& r : kRefused) add(r.name, r.value, std::string("refused: ") + r.why);
 }
 
 bool HorovodrunFlags::given(const std::string& name) const {
@@ -77,7 +77,7 @@ bool HorovodrunFlags::given(const std::string& name) const {
 
 common::Status HorovodrunFlags::apply(config::Settings& settings,
                                       std::vector<std::string>& notes) const {
-  for (const Refused& r : kRefused) {
+  for (const Compat& r : kRefused) {
     if (given(r.name)) {
       return common::invalid_argument(r.shown() + " is a horovodrun flag hvdrun refuses: " +
                                       r.why);
@@ -108,8 +108,8 @@ common::Status HorovodrunFlags::apply(config::Settings& settings,
     HVD_RETURN_IF_ERROR(
         settings.set("hierarchical_allreduce", "false", "--no-hierarchical-allreduce"));
   }
-  for (const Ignored& i : kIgnored) {
-    if (given(i.name)) notes.push_back(std::string(i.name) + ": ignored: " + i.why);
+  for (const Compat& i : kIgnored) {
+    if (given(i.name)) notes.push_back(i.shown() + ": ignored: " + i.why);
   }
   return common::Status::ok();
 }

@@ -17,6 +17,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "common/status.h"
@@ -26,6 +27,9 @@ namespace hvd::launcher {
 
 class HorovodrunFlags {
  public:
+  // horovodrun's other name for the flag of setting `setting_key`, as
+  // CLI11's ",--name" to append to hvdrun's; "" when it has none.
+  static std::string alias_of(std::string_view setting_key);
   // Declares the flags on `app` (in their own help group).
   void add_to(CLI::App& app);
   // After parsing: the refused flag given first, as a usage error; else

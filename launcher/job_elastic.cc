@@ -243,9 +243,9 @@ void JobDriver::carry_out(elastic::Actions actions) {
               // A REMOVED event naming the slot: the survivors of its round
               // fail their pending collectives at once, whatever transport
               // they are in (a GPU transport may not notice a dead peer
-              // before its timeout), and rejoin without it.
+              // before its timeout), and rejoin without it; liveness stops
+              // watching the slot until its replacement joins.
               rendezvous_->hosts_changed({}, {}, {lost.slot});
-              rendezvous_->forget(lost.slot);
             },
             [&](const elastic::HostsChanged& change) {
               rendezvous_->hosts_changed(change.added, change.removed, change.removed_slots);

@@ -29,7 +29,6 @@ import pathlib
 import re
 import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
@@ -37,6 +36,8 @@ import time
 import torch
 
 HERE = pathlib.Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parents[1] / "bench"))
+from gpu_train import run_bounded  # noqa: E402  (one bounded-subprocess helper for both)
 WRAPPER = HERE / "nccl_hostid.sh"
 SKIP = 77
 NP = 3
@@ -113,25 +114,6 @@ def find_hvdrun(given):
     return shutil.which("hvdrun") or sys.exit("no hvdrun: give --hvdrun, or source the "
                                               "bundle's env.sh")
 
-
-def run_bounded(cmd, env, timeout):
-    """(exit code, or None when it ran past timeout, output). The command
-    stays in our process group, so a `timeout` around this script reaches it
-    too. At the deadline it gets SIGTERM (hvdrun then ends its workers),
-    SIGKILL 10 s later."""
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                         text=True)
-    try:
-        out, _ = p.communicate(timeout=timeout)
-        return p.returncode, out
-    except subprocess.TimeoutExpired:
-        p.terminate()
-    try:
-        out, _ = p.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        out, _ = p.communicate()
-    return None, out
 
 
 def drive(a):

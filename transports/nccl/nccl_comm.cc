@@ -131,31 +131,25 @@ void NcclComm::abort_comm_locked() {
   aborter_ = std::thread([comm] { ncclCommAbort(comm); });
 }
 
+void NcclComm::record_failure(int32_t code, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  if (failed_code_ != HVD_OK) return;  // the first failure wins
+  failed_code_ = code;
+  failed_message_ = "nccl on rank " + std::to_string(rank_) + " (CUDA device " +
+                    std::to_string(device_) + "): " + reason;
+}
+
 int32_t NcclComm::fail_locked(int32_t code, const std::string& reason, hvd_plugin_status* status) {
-  {
-    std::lock_guard<std::mutex> lock(state_mu_);
-    if (failed_code_ == HVD_OK) {
-      failed_code_ = code;
-      failed_message_ = "nccl on rank " + std::to_string(rank_) + " (CUDA device " +
-                        std::to_string(device_) + "): " + reason;
-    }
-  }
+  record_failure(code, reason);
   abort_comm_locked();
   return failed(status);
 }
 
 void NcclComm::abort(int32_t code, const std::string& reason) {
-  const std::string why = reason.empty() ? std::string("no reason given") : reason;
-  {
-    // Recorded before comm_mu_ is taken: an op waiting for its stream sees
-    // it at its next poll, however long another call holds comm_mu_.
-    std::lock_guard<std::mutex> lock(state_mu_);
-    if (failed_code_ == HVD_OK) {
-      failed_code_ = code == HVD_OK ? HVD_ERR_ABORTED : code;
-      failed_message_ = "nccl on rank " + std::to_string(rank_) + " (CUDA device " +
-                        std::to_string(device_) + "): aborted: " + why;
-    }
-  }
+  // Recorded before comm_mu_ is taken: an op waiting for its stream sees it
+  // at its next poll, however long another call holds comm_mu_.
+  record_failure(code == HVD_OK ? HVD_ERR_ABORTED : code,
+                 "aborted: " + (reason.empty() ? std::string("no reason given") : reason));
   std::lock_guard<std::mutex> lock(comm_mu_);
   abort_comm_locked();
 }

@@ -73,8 +73,11 @@ class NcclComm {
   // The failure recorded so far, copied to *status; 0 when none. Never
   // waits for comm_mu_.
   int32_t failed(hvd_plugin_status* status);
-  // Records the failure (the first wins) and aborts the communicator on the
-  // aborter thread; the caller holds comm_mu_. Reports it in *status.
+  // Records a failure under state_mu_ (the first wins; the message names
+  // the rank and device).
+  void record_failure(int32_t code, const std::string& reason);
+  // Records the failure and aborts the communicator on the aborter thread;
+  // the caller holds comm_mu_. Reports it in *status.
   int32_t fail_locked(int32_t code, const std::string& reason, hvd_plugin_status* status);
   // ncclCommAbort of comm_ on aborter_ (comm_ is null from here on); the
   // caller holds comm_mu_.
