@@ -223,7 +223,7 @@ def find_hvdrun(given):
         return os.path.join(build, "bin", "hvdrun")
     found = shutil.which("hvdrun")
     if not found:
-        raise SystemExit("gpu_train: no hvdrun: give --hvdrun, or source the bundle's env.sh")
+        raise SystemExit("no hvdrun: give --hvdrun, or source the bundle's env.sh")
     return found
 
 

@@ -27,7 +27,6 @@ import hashlib
 import os
 import pathlib
 import re
-import shutil
 import signal
 import sys
 import tempfile
@@ -37,7 +36,7 @@ import torch
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1] / "bench"))
-from gpu_train import run_bounded  # noqa: E402  (one bounded-subprocess helper for both)
+from gpu_train import find_hvdrun, run_bounded  # noqa: E402  (helpers shared with it)
 WRAPPER = HERE / "nccl_hostid.sh"
 SKIP = 77
 NP = 3
@@ -104,15 +103,6 @@ def worker(a):
 
 
 # ---------------------------------------------------------------- driver
-
-def find_hvdrun(given):
-    if given:
-        return given
-    build = os.environ.get("HVD_BUILD_DIR")
-    if build and os.access(os.path.join(build, "bin", "hvdrun"), os.X_OK):
-        return os.path.join(build, "bin", "hvdrun")
-    return shutil.which("hvdrun") or sys.exit("no hvdrun: give --hvdrun, or source the "
-                                              "bundle's env.sh")
 
 
 
