@@ -35,11 +35,12 @@ import math
 import numbers
 import weakref
 
-from hvd import _lib
+from hvd import _checks, _lib
 from hvd._handles import Handle
 from hvd._lib import C, hvd_op, make_op
 from hvd.common import reduce_op_code
-from hvd.process_sets import global_process_set
+from hvd.exceptions import HorovodInternalError
+from hvd.process_sets import ProcessSet, global_process_set
 
 _int64_array_types = {}
 
@@ -54,12 +55,14 @@ def _shape_array(shape):
     return t(*shape)
 
 
-def _name(name):
-    return name.encode() if name else None
+_name = _checks.tensor_name
 
 
 def set_id(process_set):
     """The engine id of a registered process set."""
+    if not isinstance(process_set, ProcessSet):
+        raise TypeError(f"process_set must be a ProcessSet (hvd.global_process_set or what "
+                        f"hvd.add_process_set() returned), not {type(process_set).__name__}")
     ps_id = process_set.process_set_id
     if ps_id is None:
         raise ValueError(f"{process_set} is not registered: pass it to hvd.init(process_sets=...) "
@@ -84,7 +87,10 @@ def enqueue_error(code, what):
     Horovod's enqueue raises it: the caller's arguments (a bad value, a name
     already in flight) -> ValueError; a call the engine cannot take now (a
     pending join) -> RuntimeError; an engine that stopped or failed (the
-    world is broken) -> HorovodInternalError, what elastic training catches."""
+    world is broken) -> HorovodInternalError, what elastic training catches,
+    and so is a call before init() (Horovod wraps its precondition error)."""
+    if code == C.ERR_FAILED_PRECONDITION and _lib.hvd_is_initialized() != 1:
+        return HorovodInternalError(f"{what}: {_checks.NOT_INITIALIZED}", code)
     internal = _lib.error(code, what)
     if code in (C.ERR_INVALID_ARGUMENT, C.ERR_ALREADY_EXISTS, C.ERR_NOT_FOUND):
         return ValueError(str(internal))

@@ -13,7 +13,7 @@ caller forgets still keeps its buffers alive, as Horovod's handle map does.
 import threading
 import time
 
-from hvd import _lib
+from hvd import _checks, _lib
 from hvd._lib import C
 from hvd.exceptions import HorovodInternalError
 
@@ -124,17 +124,21 @@ def forget_all():
 
 
 def poll(handle):
-    """True when the asynchronous operation behind ``handle`` is done."""
-    if callable(handle) and not isinstance(handle, Handle):
+    """True when the asynchronous operation behind ``handle`` is done.
+    ValueError for an int (an unknown handle to Horovod), TypeError for
+    anything else that is no handle."""
+    if isinstance(handle, Handle):
+        return handle.poll()
+    if callable(handle):
         return True  # sparse allreduce: a function, evaluated by synchronize()
-    return handle.poll()
+    raise _checks.not_a_handle(handle, "poll")
 
 
 def synchronize(handle, timeout=None):
-    """Waits for an asynchronous operation and returns its result."""
-    if not isinstance(handle, Handle):
-        if callable(handle):
-            return handle()
-        raise TypeError(f"synchronize() expects a handle returned by an *_async call, "
-                        f"not {type(handle).__name__}")
-    return handle.wait(timeout)
+    """Waits for an asynchronous operation and returns its result; the
+    errors of poll() for what is no handle (hvd._checks)."""
+    if isinstance(handle, Handle):
+        return handle.wait(timeout)
+    if callable(handle):
+        return handle()
+    raise _checks.not_a_handle(handle, "synchronize")

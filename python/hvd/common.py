@@ -4,7 +4,7 @@ asynchronous operations. hvd.torch and hvd.numpy build on it; the names
 follow horovod.common.basics so that Horovod code finds what it expects.
 """
 
-from hvd import _lib, _handles
+from hvd import _checks, _lib, _handles
 from hvd._lib import C
 from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt  # noqa: F401
 from hvd.process_sets import (ProcessSet, global_process_set, add_process_set,  # noqa: F401
@@ -118,7 +118,7 @@ def is_initialized():
 def _world(fn, what):
     value = fn()
     if value < 0:
-        raise ValueError(f"hvd has not been initialized; call hvd.init() before {what}()")
+        raise _checks.not_initialized(f"{what}()")
     return value
 
 

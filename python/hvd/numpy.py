@@ -14,6 +14,7 @@ int32, int64, float16, float32, float64, bool.
 import numpy as _np
 
 from hvd import _core
+from hvd._checks import member_name as _member
 from hvd._lib import C
 from hvd.common import *  # noqa: F401,F403  (init, rank, Sum, ProcessSet, ...)
 from hvd.common import global_process_set, synchronize, poll  # noqa: F401
@@ -203,7 +204,3 @@ def grouped_reducescatter(arrays, op=Average, name=None,  # noqa: F405
                                       postscale_factor, process_set)
              for i, a in enumerate(arrays)]
     return _core.submit_group(preps, "grouped_reducescatter").wait()
-
-
-def _member(name, i):
-    return f"{name}.{i}" if name else None

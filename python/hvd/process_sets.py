@@ -9,7 +9,7 @@ order of allgather results).
 import ctypes
 import threading
 
-from hvd import _lib
+from hvd import _checks, _lib
 from hvd._lib import C
 
 _lock = threading.Lock()
@@ -25,13 +25,7 @@ class ProcessSet:
     mpi_comm = None
 
     def __init__(self, ranks):
-        if not isinstance(ranks, (list, tuple, range)):
-            raise ValueError("ProcessSet takes a sequence of global ranks "
-                             "(MPI communicators need MPI, which hvd does not use)")
-        ranks = [int(r) for r in ranks]
-        if len(set(ranks)) != len(ranks):
-            raise ValueError(f"ProcessSet: ranks {ranks} contain duplicates")
-        self.ranks = sorted(ranks)
+        self.ranks = _checks.rank_list(ranks)
 
     def _invalidate(self):
         self.process_set_id = None
@@ -40,8 +34,7 @@ class ProcessSet:
         """Number of ranks in the set; None when the set is not registered."""
         if self.process_set_id is None:
             return None
-        return _lib.check_nonnegative(_lib.hvd_process_set_size(self.process_set_id),
-                                      "process set size")
+        return _query(_lib.hvd_process_set_size(self.process_set_id), "process set size")
 
     def rank(self):
         """This process's rank within the set; None when the set is not
@@ -51,25 +44,24 @@ class ProcessSet:
         r = _lib.hvd_process_set_rank(self.process_set_id)
         if r == -1:
             raise ValueError(f"this process is not a member of {self}")
-        return _lib.check_nonnegative(r, "process set rank")
+        return _query(r, "process set rank")
 
     def included(self):
         """Whether this process is a member; None when not registered."""
         if self.process_set_id is None:
             return None
         r = _lib.hvd_process_set_rank(self.process_set_id)
-        if r < -1:
-            raise _lib.error(-r, "process set rank")
-        return r >= 0
+        return r != -1 and _query(r, "process set rank") >= 0
 
     def set_rank_of(self, global_rank):
         """Position of ``global_rank`` within the set (what the engine calls
         the root of a broadcast). ValueError when it is not a member."""
+        global_rank = _checks.rank_value(global_rank, "root_rank")
         if self.process_set_id == C.GLOBAL_PROCESS_SET:
-            return int(global_rank)
+            return global_rank
         ranks = self._members()
         try:
-            return ranks.index(int(global_rank))
+            return ranks.index(global_rank)
         except ValueError:
             raise ValueError(f"rank {global_rank} is not a member of {self}") from None
 
@@ -92,10 +84,25 @@ global_process_set = ProcessSet([])
 global_process_set.process_set_id = C.GLOBAL_PROCESS_SET
 
 
+def _query(value, what):
+    """A process set figure from libhvd, or the error of a negative one:
+    ValueError (as Horovod) before init() and for an unknown set."""
+    if value >= 0:
+        return value
+    if -value == C.ERR_FAILED_PRECONDITION and _lib.hvd_is_initialized() != 1:
+        raise _checks.not_initialized(what)
+    if -value == C.ERR_NOT_FOUND:
+        raise ValueError(f"{what}: {_lib.last_error()}")
+    raise _lib.error(-value, what)
+
+
 def _register(process_set):
     """The collective part of add_process_set: every rank, same order."""
     if process_set.process_set_id is not None:
         raise ValueError(f"{process_set} is already registered")
+    if _lib.hvd_is_initialized() != 1:
+        raise _checks.not_initialized("add_process_set")
+    _checks.registrable(process_set.ranks, _lib.hvd_size())
     with _lock:
         for other in _registered.values():
             if other.ranks == process_set.ranks:
@@ -104,7 +111,10 @@ def _register(process_set):
         n = len(process_set.ranks)
         ranks = (ctypes.c_int32 * max(n, 1))(*process_set.ranks)
         new_id = ctypes.c_int32()
-        _lib.check(_lib.hvd_add_process_set(ranks, n, ctypes.byref(new_id)), "add_process_set")
+        code = _lib.hvd_add_process_set(ranks, n, ctypes.byref(new_id))
+        if code in (C.ERR_INVALID_ARGUMENT, C.ERR_ALREADY_EXISTS):
+            raise ValueError(str(_lib.error(code, "add_process_set")))
+        _lib.check(code, "add_process_set")
         process_set.process_set_id = new_id.value
         _registered[new_id.value] = process_set
     return process_set
@@ -123,6 +133,9 @@ def remove_process_set(process_set):
     """Removes a registered process set (collective, like add_process_set).
     Returns False when there was nothing to remove (the global set, or a set
     not registered)."""
+    if not isinstance(process_set, ProcessSet):
+        raise TypeError(f"remove_process_set() takes a ProcessSet (what add_process_set() "
+                        f"returned), not {type(process_set).__name__}")
     ps_id = process_set.process_set_id
     if ps_id is None or ps_id == C.GLOBAL_PROCESS_SET:
         return False

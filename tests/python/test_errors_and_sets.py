@@ -166,6 +166,87 @@ def test_error_is_a_runtime_error_with_code():
     assert e.value.code == _lib.C.ERR_INVALID_ARGUMENT
 
 
+# ---- bad arguments of the Python API: Horovod's exception types, before anything runs -------
+
+def test_tensor_names_with_nul_are_refused():
+    # A C string ends at the NUL: "a\0b" and "a\0c" would be one tensor.
+    import hvd.numpy as hnp
+    calls = [lambda: ht.allreduce(torch.ones(1), name="a\0b"),
+             lambda: ht.allreduce_async_(torch.ones(1), name="a\0c"),
+             lambda: ht.grouped_allgather([torch.ones(1, 1)], name="g\0"),
+             lambda: ht.broadcast_object(1, root_rank=0, name="o\0"),
+             lambda: hnp.broadcast(np.ones(1), 0, name="\0")]
+    for call in calls:
+        with pytest.raises(ValueError, match="contains a NUL character"):
+            call()
+    model = torch.nn.Linear(1, 1)
+    with pytest.raises(ValueError, match="contains a NUL"):
+        ht.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=1.0),
+                                named_parameters=[("w\0", model.weight), ("b", model.bias)])
+    assert ht.allreduce(torch.ones(1), op=ht.Sum, name="a").item() == ht.size()
+
+
+def test_tensor_names_of_other_types_are_type_errors():
+    for name in (5, b"bytes", 1.5, ["x"]):
+        with pytest.raises(TypeError, match="name must be a str, not"):
+            ht.allreduce(torch.ones(1), name=name)
+        with pytest.raises(TypeError, match="name must be a str, not"):
+            ht.grouped_allreduce([torch.ones(1)], name=name)
+    assert ht.allreduce(torch.ones(1), op=ht.Sum).item() == ht.size()
+
+
+def test_poll_and_synchronize_of_what_is_not_a_handle():
+    # As Horovod, whose handles are ints: an int is an unknown handle
+    # (ValueError); other types are TypeErrors.
+    with pytest.raises(ValueError, match="Handle 1 was not created or has been cleared"):
+        ht.poll(1)
+    with pytest.raises(ValueError, match="Handle 7 was not created or has been cleared"):
+        ht.synchronize(7)
+    for bogus in (None, "h", 1.5):
+        with pytest.raises(TypeError, match="expects a handle returned by an"):
+            ht.poll(bogus)
+        with pytest.raises(TypeError, match="expects a handle returned by an"):
+            ht.synchronize(bogus)
+
+
+def test_root_rank_must_be_an_integer():
+    for root in ("0", 0.0, None):
+        with pytest.raises(TypeError, match="root_rank must be an integer"):
+            ht.broadcast(torch.ones(1), root_rank=root)
+    assert ht.broadcast(torch.ones(1), root_rank=np.int64(0)).item() == 1.0
+
+
+def test_process_set_argument_errors(world):
+    r, n = world
+    for ranks, match in (([0, n], f"rank {n} is out of range: the job has ranks 0 to {n - 1}"),
+                         ([0, n + 5], f"rank {n + 5} is out of range"),
+                         ([-1, 0], "rank -1 is negative"),
+                         ([], "Cannot initialize an empty process set"),
+                         ([0, 0], "contain duplicates")):
+        with pytest.raises(ValueError, match=match):
+            ht.add_process_set(ranks)
+    for ranks in ([0.5], ["0"], [None]):
+        with pytest.raises(TypeError, match="ranks must be integers"):
+            ht.ProcessSet(ranks)
+    with pytest.raises(TypeError, match="sequence of global ranks"):
+        ht.ProcessSet(3)
+    with pytest.raises(TypeError, match="remove_process_set.. takes a ProcessSet"):
+        ht.remove_process_set([0])
+    with pytest.raises(TypeError, match="process_set must be a ProcessSet"):
+        ht.allreduce(torch.ones(1), process_set=[0])
+    # Any collection of integers, as Horovod's sorted(): sets, arrays.
+    assert ht.ProcessSet({1, 0}).ranks == ht.ProcessSet(np.array([1, 0])).ranks == [0, 1]
+    unregistered = ht.ProcessSet([0])
+    model = torch.nn.Linear(1, 1)
+    with pytest.raises(ValueError, match="not registered"):
+        ht.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=1.0),
+                                process_set=unregistered)
+    # Nothing was registered by the refusals: the set of every rank is new.
+    every = ht.add_process_set(list(range(n)))
+    assert ht.allreduce(torch.ones(1), op=ht.Sum, process_set=every).item() == n
+    assert ht.remove_process_set(every)
+
+
 # ---- mismatches: every rank gets the error ---------------------------------------------------
 
 def expect_everywhere(fn, match):
@@ -332,6 +413,28 @@ def test_timeline():
 
 
 # ---- lifecycle: shutdown, init again with process sets (last: it restarts hvd) -------------------
+
+NOT_INITIALIZED = r"Horovod has not been initialized; use hvd\.init\(\)\."
+
+
+def test_calls_before_init_raise_what_horovod_raises():
+    # Queries and process sets: ValueError; collectives: HorovodInternalError
+    # (Horovod's enqueue wraps its precondition error so).
+    ht.shutdown()
+    try:
+        model = torch.nn.Linear(1, 1)
+        for call in (ht.size, ht.local_rank, lambda: ht.global_process_set.included(),
+                     lambda: ht.global_process_set.size(), lambda: ht.add_process_set([0]),
+                     lambda: ht.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=1.0),
+                                                     named_parameters=model.named_parameters())):
+            with pytest.raises(ValueError, match=NOT_INITIALIZED):
+                call()
+        for call in (lambda: ht.allreduce(torch.ones(1)), ht.barrier, ht.join):
+            with pytest.raises(ht.HorovodInternalError, match=NOT_INITIALIZED):
+                call()
+    finally:
+        ht.init()
+    assert ht.allreduce(torch.ones(1), op=ht.Sum).item() == float(ht.size())
 
 def test_shutdown_and_init_with_process_sets(two_or_more):
     ht.shutdown()

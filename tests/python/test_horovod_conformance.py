@@ -501,12 +501,16 @@ def local_errors():
                                         lambda: hvd.broadcast(torch.ones(2), root_rank=n)),
         "bool average": (ValueError,
                          lambda: hvd.allreduce(torch.ones(2, dtype=torch.bool), op=hvd.Average)),
+        "unknown handle": (ValueError, lambda: hvd.poll(12345)),
+        "empty process set": (ValueError, lambda: hvd.add_process_set([])),
+        "process set rank out of range": (ValueError, lambda: hvd.add_process_set([0, n])),
     }
 
 
 ERROR_CASES = ["alltoall splits sum", "alltoall splits length", "alltoall splits type",
                "alltoall uneven rows", "adasum", "unsupported dtype",
-               "broadcast root out of range", "bool average"]
+               "broadcast root out of range", "bool average", "unknown handle",
+               "empty process set", "process set rank out of range"]
 
 
 def test_every_error_case_is_tested():

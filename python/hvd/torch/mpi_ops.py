@@ -27,6 +27,7 @@ import torch
 
 from hvd import _core
 from hvd import numpy as _hnp
+from hvd._checks import member_name as _member
 from hvd._lib import C
 from hvd.common import (Average, Sum, HorovodInternalError, global_process_set,  # noqa: F401
                         handle_average_backwards_compatibility, poll, synchronize)
@@ -139,10 +140,6 @@ _kind = _TorchKind()
 
 def _is_numpy(x):
     return isinstance(x, _np.ndarray)
-
-
-def _member(name, i):
-    return f"{name}.{i}" if name else None
 
 
 def _needs_autograd(tensors):

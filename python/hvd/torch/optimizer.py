@@ -12,6 +12,8 @@ from contextlib import contextmanager
 
 import torch
 
+from hvd._checks import tensor_name
+from hvd._core import set_id
 from hvd.common import Adasum, Average, adasum_unsupported, global_process_set, size
 from hvd.torch.compression import Compression
 from hvd.torch.functions import broadcast_object
@@ -45,6 +47,8 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         if any(not isinstance(p, tuple) for p in named_parameters):
             raise ValueError("named_parameters should be a sequence of tuples (name, parameter), "
                              "usually produced by model.named_parameters().")
+        for k, _ in named_parameters:
+            tensor_name(k)  # the names of the allreduces: str, no NUL
 
         dups = _DistributedOptimizer.find_duplicates([k for k, _ in named_parameters])
         if dups:
@@ -335,6 +339,7 @@ def DistributedOptimizer(optimizer, named_parameters=None, compression=Compressi
             groups = num_groups
     if backward_passes_per_step <= 0:
         raise ValueError("backward_passes_per_step must be > 0")
+    set_id(process_set)  # a registered ProcessSet
 
     cls = type(optimizer.__class__.__name__, (optimizer.__class__,),
                dict(_DistributedOptimizer.__dict__))
