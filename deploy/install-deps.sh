@@ -10,6 +10,7 @@ packages=(
   libgloo-dev libspdlog-dev libfmt-dev libcli11-dev catch2 libyaml-cpp-dev
   libssl-dev openssl util-linux iproute2 procps
   python3 python3-numpy python3-pytest python3-torch python3-torchvision python3-yaml
+  python3-pip python3-venv python3-setuptools python3-wheel
 )
 
 missing=()

@@ -15,6 +15,7 @@ in hvd_wait() does not stop the others.
 
 import ctypes
 import os
+import shutil
 
 from hvd.exceptions import HorovodInternalError
 
@@ -23,13 +24,19 @@ _LIB_NAME = "libhvd.so"
 
 
 def _candidates():
-    """Where libhvd.so is looked for, in order."""
+    """Where libhvd.so is looked for, in order (docs/python.md)."""
     env = os.environ.get("HVD_LIBRARY")
     if env:
         yield env
-    yield os.path.join(_HERE, _LIB_NAME)  # an installed package carries its library
+    yield os.path.join(_HERE, _LIB_NAME)  # build/python/hvd: the build tree's copy
     yield os.path.normpath(os.path.join(_HERE, "..", "..", "build", "lib", _LIB_NAME))  # source tree
-    yield _LIB_NAME  # the system loader (LD_LIBRARY_PATH, ldconfig)
+    # cmake --install: <prefix>/lib/python3.X/dist-packages/hvd -> <prefix>/lib
+    yield os.path.normpath(os.path.join(_HERE, "..", "..", "..", _LIB_NAME))
+    yield _LIB_NAME  # the system loader: LD_LIBRARY_PATH, ldconfig (/usr/local/lib)
+    hvdrun = shutil.which("hvdrun")  # a prefix whose bin/ is on PATH (pip-installed package)
+    if hvdrun:
+        prefix = os.path.dirname(os.path.dirname(os.path.realpath(hvdrun)))
+        yield os.path.join(prefix, "lib", _LIB_NAME)
 
 
 def _load():
@@ -44,7 +51,7 @@ def _load():
             tried.append(f"{path} ({e})")
     raise ImportError(
         "hvd: cannot load libhvd.so; tried:\n  " + "\n  ".join(tried) +
-        "\nBuild it (cmake --build build --target hvd) or point HVD_LIBRARY at it.")
+        "\nInstall it (cmake --install build) or point HVD_LIBRARY at it.")
 
 
 lib, path = _load()
