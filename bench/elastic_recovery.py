@@ -5,7 +5,7 @@ first completed step), for hvd beside torchrun's elastic restart, same job,
 same run.
 
     /usr/bin/python3 bench/elastic_recovery.py --build build [--np 2] [--repeat 3]
-         [--no-torchrun-default]
+         [--no-torchrun-default] [--no-spares]
 
 Both jobs run the same loop: an allreduce of 1000 floats, a line
 "STEP rank step t_ns size" (CLOCK_MONOTONIC, one clock for every process), 20 ms
@@ -17,6 +17,10 @@ the kill time first.
             init: a round without the dead worker, sync) and go on at N-1
             while hvdrun starts a replacement on the same host; when it
             joins, the members let it in at their next commit.
+  hvd --spares 1  the same with a hot spare waiting in hvd.init(): hvdrun
+            promotes it into the dead worker's slot and the survivors' next
+            round includes it (rank 1 waits until the spare is there before
+            it dies, outside the measured time).
   torchrun  python3 -m torch.distributed.run --nproc_per_node N
             --max_restarts 3 --monitor_interval 0.5 (and the default 5):
             torchrun restarts every worker; the loop starts over.
@@ -48,6 +52,12 @@ def now():
 def after_step(rank, step, size):
     print(f"STEP {rank} {step} {now()} {size}", flush=True)
     if rank == 1 and step == kill_at and not os.path.exists(marker):
+        spare_dir = os.environ.get("BENCH_SPARE_DIR")
+        deadline = time.monotonic() + 120
+        while spare_dir and not os.listdir(spare_dir) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        if spare_dir:
+            time.sleep(0.3)  # from its file to its wait in hvd.init()
         with open(marker, "w") as f:
             f.write(str(now()))
         os.kill(os.getpid(), signal.SIGKILL)
@@ -56,6 +66,8 @@ def after_step(rank, step, size):
 
 HVD_WORKER = COMMON + r'''
 import hvd.torch as hvd
+if os.environ.get("BENCH_SPARE_DIR") and os.environ.get("HVD_SPARE"):
+    open(os.path.join(os.environ["BENCH_SPARE_DIR"], os.environ["HVD_SPARE"]), "w").close()
 hvd.init()
 state = hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, step=0)
 
@@ -116,13 +128,19 @@ def run_job(argv, env, marker, size, timeout=300):
     return recovery(r.stdout, marker, size)
 
 
-def hvd_run(build, python, np, workdir, i):
+def hvd_run(build, python, np, workdir, i, spares=0):
     worker = pathlib.Path(workdir) / "hvd_worker.py"
     worker.write_text(HVD_WORKER)
-    marker = pathlib.Path(workdir) / f"hvd-kill-{i}"
+    marker = pathlib.Path(workdir) / f"hvd-kill-{spares}-{i}"
     argv = [str(pathlib.Path(build) / "bin" / "hvdrun"), "-np", str(np), "--min-np",
-            str(max(1, np - 1)), python, str(worker), str(marker), str(KILL_AT), str(STEPS)]
-    return run_job(argv, child_env(build), marker, np)
+            str(max(1, np - 1)), "--spares", str(spares), python, str(worker), str(marker),
+            str(KILL_AT), str(STEPS)]
+    extra = {}
+    if spares:
+        spare_dir = pathlib.Path(workdir) / f"spares-{i}"
+        spare_dir.mkdir()
+        extra["BENCH_SPARE_DIR"] = str(spare_dir)
+    return run_job(argv, child_env(build, extra), marker, np)
 
 
 def torchrun_run(build, python, np, workdir, i, monitor):
@@ -148,6 +166,7 @@ def main():
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--no-torchrun-default", action="store_true",
                    help="skip torchrun with its default --monitor_interval (5 s)")
+    p.add_argument("--no-spares", action="store_true", help="skip hvd with --spares 1")
     args = p.parse_args()
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
@@ -155,6 +174,9 @@ def main():
                     lambda i: hvd_run(args.build, args.python, args.np, workdir, i)),
                    ("torchrun --monitor_interval 0.5 (restarts every worker)",
                     lambda i: torchrun_run(args.build, args.python, args.np, workdir, i, 0.5))]
+        if not args.no_spares:
+            configs.append(("hvd --spares 1 (a waiting spare takes the slot at once)",
+                            lambda i: hvd_run(args.build, args.python, args.np, workdir, i, 1)))
         if not args.no_torchrun_default:
             configs.append(("torchrun, default --monitor_interval (5 s)",
                             lambda i: torchrun_run(args.build, args.python, args.np, workdir,
@@ -174,8 +196,9 @@ def main():
     for name, a, b in rows:
         print(f"| {name} | {a:.3f} | {b:.3f} |")
     ref = rows[1]
-    print(f"\nhvd / torchrun(0.5 s): (a) {rows[0][1] / ref[1]:.3f}x, "
-          f"(b) {rows[0][2] / ref[2]:.2f}x")
+    for row in [rows[0]] + [r for r in rows if r[0].startswith("hvd --spares")]:
+        print(f"\n{row[0].split(' (')[0]} / torchrun(0.5 s): (a) {row[1] / ref[1]:.3f}x, "
+              f"(b) {row[2] / ref[2]:.3f}x")
 
 
 if __name__ == "__main__":

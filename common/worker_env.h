@@ -24,5 +24,8 @@ inline constexpr char kBindAddress[] = "HVD_BIND_ADDRESS";
 inline constexpr char kElastic[] = "HVD_ELASTIC";
 // "1": the worker replaces one that failed: it is new to the job's rounds.
 inline constexpr char kReplacement[] = "HVD_REPLACEMENT";
+// A hot spare's id (hvdrun --spares; at least --max-np): the worker has no
+// slot (no HVD_RANK) until hvdrun promotes it; hvd.init() waits for that.
+inline constexpr char kSpare[] = "HVD_SPARE";
 
 }  // namespace hvd::common::env

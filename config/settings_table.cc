@@ -86,6 +86,9 @@ constexpr std::array kSettings = {
                 SettingType::kPositiveInt, "600",
                 "Elastic jobs: seconds the job may have fewer workers than --min-np before it "
                 "fails; also how long a worker waits for a rendezvous round"},
+    SettingSpec{"spares", "HVD_SPARES", "", SettingType::kCount, "0",
+                "Elastic jobs: hot spares, workers that wait in hvd.init() to replace a failed "
+                "one at once (spread over the hosts; not counted toward --max-np)"},
     SettingSpec{"discovery_interval", "HVD_DISCOVERY_INTERVAL", "", SettingType::kNumber, "1",
                 "Elastic jobs: seconds between two runs of the host discovery script"},
     SettingSpec{"discovery_timeout", "HVD_DISCOVERY_TIMEOUT", "", SettingType::kPositiveInt,

@@ -36,6 +36,13 @@ bool ElasticRounds::ready_locked() const {
 
 std::vector<int> ElasticRounds::missing_locked() const {
   std::vector<int> missing;
+  const auto now = Clock::now();
+  for (const auto& [slot, until] : expected_) {
+    if (now >= until) continue;
+    bool joined = std::any_of(joining_.begin(), joining_.end(),
+                              [&](const Joiner& j) { return j.slot == slot; });
+    if (!joined) missing.push_back(slot);
+  }
   for (int slot : members_) {
     if (lost_.count(slot) != 0) continue;
     bool joined = std::any_of(joining_.begin(), joining_.end(),
@@ -77,6 +84,8 @@ void ElasticRounds::form_locked() {
     members_.push_back(order[static_cast<size_t>(r)].slot);
   }
   lost_.clear();
+  const auto now = Clock::now();
+  std::erase_if(expected_, [&](const auto& e) { return now >= e.second || member_locked(e.first); });
   joining_.clear();
   spdlog::info("rendezvous: elastic round {} formed with {} worker(s)", round_, n);
   changed_.notify_all();
@@ -137,7 +146,12 @@ common::Result<common::JoinResult> ElasticRounds::join(int slot, int prev_rank,
     }
     auto until = deadline;
     if (cancelled && until - now > kCancelPoll) until = now + kCancelPoll;
+    for (const auto& e : expected_) {
+      if (e.second > now) until = std::min(until, e.second);
+    }
     changed_.wait_until(lock, until);
+    // An expected worker's grace may have ended: the round forms without it.
+    if (round_ < target && !joining_.empty() && ready_locked()) form_locked();
   }
   return worlds_.at(slot);
 }
@@ -154,6 +168,11 @@ ElasticRounds::Removal ElasticRounds::lost(const std::vector<int>& slots) {
   }
   if (!removal.members.empty() && !joining_.empty() && ready_locked()) form_locked();
   return removal;
+}
+
+void ElasticRounds::expect(int slot, std::chrono::milliseconds grace) {
+  std::lock_guard lock(mu_);
+  expected_[slot] = Clock::now() + grace;
 }
 
 std::optional<MembershipChange> ElasticRounds::waiting(int slot) const {

@@ -9,7 +9,9 @@
 // tells the members so that they reset (HostsUpdatedInterrupt) and let it in. Ranks: the members in
 // the order of their previous ranks, then the newcomers in arrival order,
 // so the oldest worker is rank 0; local ranks by host in rank order, cross
-// ranks from those (Horovod's definitions).
+// ranks from those (Horovod's definitions). A promoted hot spare
+// (daemon/hot_spares.h) is expected: the forming round waits for it too, up
+// to a grace period, so that the survivors and it go on at full size at once.
 #pragma once
 
 #include <chrono>
@@ -54,6 +56,10 @@ class ElasticRounds {
   // that has not rejoined yet (the members should leave and rejoin): an
   // ADDED change naming them; nullopt otherwise.
   std::optional<MembershipChange> waiting(int slot) const;
+  // A new worker (a promoted spare) is about to join in `slot`: the round
+  // forming waits for it up to `grace` (then forms without it; it joins the
+  // next one; a spare that dies first costs the survivors that wait).
+  void expect(int slot, std::chrono::milliseconds grace);
   int64_t round() const;
   void close();
 
@@ -80,6 +86,7 @@ class ElasticRounds {
   std::vector<Joiner> joining_;     // the round forming
   int64_t arrivals_ = 0;
   std::map<int, common::JoinResult> worlds_;  // slot -> world in round_
+  std::map<int, std::chrono::steady_clock::time_point> expected_;  // slot -> until when
   bool closed_ = false;
 };
 

@@ -22,6 +22,10 @@ constexpr size_t kMaxKeys = 1024;
 constexpr size_t kMaxKeyBytes = 4096;
 // How often a Watch stream with nothing to write checks for cancellation.
 constexpr milliseconds kCancelPoll{100};
+// How long a forming round waits for a promoted spare that was waiting (it
+// joins within milliseconds; on a loaded host it may take longer, and then
+// joins the round after).
+constexpr milliseconds kSpareJoinGrace{3'000};
 
 // min(requested, the call's deadline), 30 s when not positive, at most 1 h.
 milliseconds wait_budget(const grpc::ServerContext& ctx, int64_t timeout_ms) {
@@ -85,6 +89,7 @@ void RendezvousService::enable_elastic(int min_size, int slots) {
 }
 
 void RendezvousService::close() {
+  spares_.close();
   membership_.close();
   if (rounds_) rounds_->close();
   store_.close();
@@ -123,6 +128,14 @@ void RendezvousService::hosts_changed(std::vector<std::string> added_hosts,
     spdlog::info("rendezvous: host(s) removed: {} with slot(s) {} (event {})",
                  fmt::join(removed.hosts, ", "), fmt::join(removed.slots, ", "), seq);
   }
+}
+
+bool RendezvousService::promote_spare(int spare, int slot) {
+  const bool waits = spares_.promote(spare, slot);
+  if (waits && rounds_) rounds_->expect(slot, kSpareJoinGrace);
+  spdlog::info("rendezvous: spare {} promoted into slot {}{}", spare, slot,
+               waits ? "" : " (it has not reached hvd.init() yet)");
+  return waits;
 }
 
 grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::JoinRequest* req,
@@ -269,6 +282,24 @@ grpc::Status RendezvousService::Watch(grpc::ServerContext* ctx,
     if (!writer->Write(to_proto(*change))) break;
   }
   return {grpc::StatusCode::CANCELLED, "the watcher went away"};
+}
+
+grpc::Status RendezvousService::AwaitPromotion(grpc::ServerContext* ctx,
+                                               const hvd::v1::PromotionRequest* req,
+                                               hvd::v1::PromotionReply* reply) {
+  auto auth = proto::check_token(*ctx, token_, "Rendezvous.AwaitPromotion");
+  if (!auth.ok()) return auth;
+  if (!rounds_ || req->spare() < slots_) {
+    return invalid("spare " + std::to_string(req->spare()) +
+                   (rounds_ ? " is below the job's " + std::to_string(slots_) + " slots"
+                            : " in a job that is not elastic"));
+  }
+  auto slot = spares_.await(req->spare(), wait_budget(*ctx, req->timeout_ms()),
+                            [ctx] { return ctx->IsCancelled(); });
+  if (!slot.is_ok()) return proto::to_grpc(slot.status());
+  reply->set_promoted(slot->has_value());
+  if (slot->has_value()) reply->set_slot(**slot);
+  return grpc::Status::OK;
 }
 
 }  // namespace hvd::daemon

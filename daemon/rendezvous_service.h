@@ -1,14 +1,15 @@
 // gRPC Rendezvous service of one job: membership barrier plus key-value
 // store, heartbeats and the membership watch stream. Every call must carry
 // the job token (UNAUTHENTICATED otherwise). Handlers only translate; the
-// state lives in Membership (or ElasticRounds), Liveness, KvStore and
-// MembershipEvents.
+// state lives in Membership (or ElasticRounds), Liveness, KvStore,
+// MembershipEvents and HotSpares.
 #pragma once
 
 #include <string>
 #include <vector>
 
 #include "daemon/elastic_rounds.h"
+#include "daemon/hot_spares.h"
 #include "daemon/kv_store.h"
 #include "daemon/liveness.h"
 #include "daemon/membership.h"
@@ -54,6 +55,13 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service {
   // that its round's survivors stop waiting for it in any transport.
   void hosts_changed(std::vector<std::string> added_hosts, std::vector<std::string> removed_hosts,
                      std::vector<int> removed_slots);
+  // Hot spares (hvdrun --spares): promotes `spare` into `slot`. When the
+  // spare waits in AwaitPromotion, the round forming waits for it too (up
+  // to a grace period): call it before the slot's predecessor is lost().
+  // True when the spare waits.
+  bool promote_spare(int spare, int slot);
+  // The spares waiting in AwaitPromotion now (they reached hvd.init()).
+  std::vector<int> waiting_spares() const { return spares_.waiting(); }
   // Open Watch streams (tests, diagnostics).
   size_t watchers() const { return events_.subscribers(); }
 
@@ -77,6 +85,8 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service {
                          hvd::v1::HeartbeatReply* reply) override;
   grpc::Status Watch(grpc::ServerContext* ctx, const hvd::v1::MembershipWatchRequest* req,
                      grpc::ServerWriter<hvd::v1::MembershipEvent>* writer) override;
+  grpc::Status AwaitPromotion(grpc::ServerContext* ctx, const hvd::v1::PromotionRequest* req,
+                              hvd::v1::PromotionReply* reply) override;
 
  private:
   const std::string token_;
@@ -86,6 +96,7 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service {
   int slots_ = 0;                          // elastic jobs: HVD_RANK is below it
   Liveness liveness_;
   KvStore store_;
+  HotSpares spares_;
 };
 
 }  // namespace hvd::daemon

@@ -398,6 +398,14 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
     size_t eq = arg.find('=');
     std::string name = arg.substr(0, eq);
     if (!valid_env_name(name)) {
+  if (common::Status s = check_job_size(options.hosts, options.np, np_given, options.elastic);
+      !s.is_ok()) {
+    return usage_error(s.message());
+  }
+  if (common::Status s = check_spares(options.settings.get_int("spares"), options.elastic);
+      !s.is_ok()) {
+    return usage_error(s.message());
+  }
       return usage_error("-x '" + arg + "': '" + name +
                          "' is not a valid environment variable name");
     }

@@ -29,6 +29,20 @@ void add_elastic_options(CLI::App& app, ElasticArgs& args) {
           ->type_name("N");
 }
 
+common::Status check_spares(int64_t spares, const ElasticOptions& elastic) {
+  if (spares == 0) return common::Status::ok();
+  if (!elastic.enabled) {
+    return common::invalid_argument("--spares " + std::to_string(spares) +
+                                    " needs an elastic job (--min-np, --max-np or "
+                                    "--host-discovery-script)");
+  }
+  if (spares > kMaxSpares) {
+    return common::invalid_argument("--spares " + std::to_string(spares) + ": at most " +
+                                    std::to_string(kMaxSpares));
+  }
+  return common::Status::ok();
+}
+
 int default_np(const ElasticArgs& args, int slots) {
   const bool max_given = args.max_np_opt != nullptr && args.max_np_opt->count() > 0;
   return max_given && args.max_np > 0 && args.max_np < slots ? args.max_np : slots;

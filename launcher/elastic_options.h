@@ -46,6 +46,11 @@ void add_elastic_options(CLI::App& app, ElasticArgs& args);
 // (a usage error) when they do not fit.
 common::Result<ElasticOptions> resolve_elastic(const ElasticArgs& args, int np);
 
+// --spares K (the `spares` setting): K hot spares need an elastic job, and
+// at most kMaxSpares.
+inline constexpr int64_t kMaxSpares = 1024;
+common::Status check_spares(int64_t spares, const ElasticOptions& elastic);
+
 // The number of workers of a job on hosts with `slots` slots in all when
 // -np was not given: every slot, at most --max-np.
 int default_np(const ElasticArgs& args, int slots);

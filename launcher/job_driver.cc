@@ -116,7 +116,9 @@ int JobDriver::supervise() {
     std::optional<JobEvent> event = queue_.pop_until(wake);
     if (!event) continue;
     std::visit(common::Overloaded{
-                   [&](const WorkerOutput& out) { sink_.write(out.rank, out.is_stderr, out.text); },
+                   [&](const WorkerOutput& out) {
+                     sink_.write(output_rank(out.rank), out.is_stderr, out.text);
+                   },
                    [&](const WorkerExited& exit) { handle(exit); },
                    [&](const WatchEnded& end) { handle(end); },
                    [&](const SignalReceived& sig) { handle(sig); },
@@ -134,6 +136,10 @@ int JobDriver::supervise() {
 }
 
 void JobDriver::handle(const WorkerExited& exit) {
+  if (machine_ && machine_->is_spare_process(exit.rank)) {
+    spare_exit(exit);
+    return;
+  }
   if (exit.rank < 0 || exit.rank >= static_cast<int>(exited_.size()) || exited_[exit.rank]) {
     spdlog::warn("exit event for unknown rank {} (pid {})", exit.rank, exit.pid);
     return;
@@ -175,6 +181,10 @@ std::vector<int> JobDriver::running_on(size_t agent) const {
       running.push_back(slot);
     }
   }
+  for (int spare : machine_->live_spares()) {
+    auto it = host_agent_.find(machine_->host_of(spare));
+    if (it != host_agent_.end() && it->second == agent) running.push_back(spare);
+  }
   return running;
 }
 
@@ -215,7 +225,9 @@ bool JobDriver::all_watches_ended() const {
 }
 
 std::string JobDriver::describe_exit(const WorkerExited& exit) const {
-  std::string who = "rank " + std::to_string(exit.rank) + " on host " + host_of(exit.rank);
+  const bool spare = machine_ && machine_->is_spare_process(exit.rank);
+  std::string who = (spare ? "hot spare " : "rank ") + std::to_string(exit.rank) + " on host " +
+                    host_of(exit.rank);
   if (exit.signal != 0) {
     return who + " was killed by signal " + std::to_string(exit.signal) + " (" +
            signal_name(exit.signal) + ")";

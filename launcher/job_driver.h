@@ -73,11 +73,18 @@ class JobDriver {
   // its actions are carried out here.
   void start_elastic();  // after the launch: the machine and the discovery poller
   void elastic_exit(const WorkerExited& exit);
+  // A hot spare's process exited (a promoted one: its slot's worker).
+  void spare_exit(const WorkerExited& exit);
+  // The rank worker output is labelled with: a promoted spare's slot.
+  int output_rank(int process) const;
   void elastic_agent_lost(size_t agent, const common::Status& why);
   void elastic_tick(std::chrono::steady_clock::time_point now);  // joins, silence, time
   void handle(const HostsDiscovered& found);
   void carry_out(elastic::Actions actions);
   common::Status start_worker(const elastic::StartWorker& start);
+  common::Status start_spare(const elastic::StartSpare& start);
+  // Launches `process` (its launch rank) on `host` through the host's agent.
+  common::Status start_process(int process, const std::string& host, Environment env);
   // The agent serving `host` (a remote host's agent is added on first use).
   common::Result<size_t> agent_for(const std::string& host);
   std::string host_of(int rank) const;

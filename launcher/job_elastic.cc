@@ -37,7 +37,8 @@ constexpr std::chrono::milliseconds kAgentInfoTimeout{10'000};
 void JobDriver::start_elastic() {
   const ElasticOptions& e = options_.elastic;
   elastic::Limits limits{e.min_np, e.max_np, e.reset_limit,
-                         std::chrono::seconds(options_.settings.get_int("elastic_timeout"))};
+                         std::chrono::seconds(options_.settings.get_int("elastic_timeout")),
+                         static_cast<int>(options_.settings.get_int("spares"))};
   elastic::HostTable hosts(options_.hosts, {std::chrono::seconds(e.cooldown_low),
                                             std::chrono::seconds(e.cooldown_high)});
   std::vector<std::string> initial;
@@ -70,6 +71,28 @@ void JobDriver::elastic_exit(const WorkerExited& exit) {
   const bool failed = exit.signal != 0 || exit.exit_code != 0;
   const int code = exit.signal != 0 ? exit_code::kSignalBase + exit.signal : exit.exit_code;
   carry_out(machine_->worker_exited(exit.rank, failed, code, describe_exit(exit), Clock::now()));
+}
+
+void JobDriver::spare_exit(const WorkerExited& exit) {
+  // A promoted spare is the worker of its slot now.
+  if (const int slot = machine_->slot_of_process(exit.rank); slot >= 0) {
+    WorkerExited worker = exit;
+    worker.rank = slot;
+    handle(worker);
+    return;
+  }
+  spdlog::debug("hot spare {} (pid {}) exited: code {} signal {}", exit.rank, exit.pid,
+                exit.exit_code, exit.signal);
+  if (terminating_) return;
+  const bool failed = exit.signal != 0 || exit.exit_code != 0;
+  const int code = exit.signal != 0 ? exit_code::kSignalBase + exit.signal : exit.exit_code;
+  carry_out(machine_->spare_exited(exit.rank, failed, code, describe_exit(exit), Clock::now()));
+}
+
+int JobDriver::output_rank(int process) const {
+  if (!machine_ || !machine_->is_spare_process(process)) return process;
+  const int slot = machine_->slot_of_process(process);
+  return slot >= 0 ? slot : process;
 }
 
 void JobDriver::elastic_agent_lost(size_t agent, const common::Status& why) {
@@ -114,6 +137,7 @@ void JobDriver::elastic_tick(Clock::time_point now) {
     }
   }
   if (joined) machine_->round_formed(0, 0);
+  for (int spare : rendezvous_->waiting_spares()) machine_->spare_ready(spare);
   if (heartbeat_timeout_.count() > 0) {
     for (int slot : rendezvous_->liveness().silent(heartbeat_timeout_, now)) {
       carry_out(machine_->worker_silent(slot, heartbeat_timeout_, now));
@@ -146,7 +170,24 @@ common::Result<size_t> JobDriver::agent_for(const std::string& host) {
 }
 
 common::Status JobDriver::start_worker(const elastic::StartWorker& start) {
-  auto agent_or = agent_for(start.host);
+  RankSlot slot{start.slot, start.host, 0, 1, 0, 1};
+  Environment env = worker_env(slot, "");
+  if (start.replacement) env[common::env::kReplacement] = "1";
+  return start_process(start.slot, start.host, std::move(env));
+}
+
+common::Status JobDriver::start_spare(const elastic::StartSpare& start) {
+  // No slot until it is promoted: HVD_SPARE instead of HVD_RANK.
+  RankSlot slot{start.spare, start.host, 0, 1, 0, 1};
+  Environment env = worker_env(slot, "");
+  env.erase(common::env::kRank);
+  env.erase("HOROVOD_RANK");
+  env[common::env::kSpare] = std::to_string(start.spare);
+  return start_process(start.spare, start.host, std::move(env));
+}
+
+common::Status JobDriver::start_process(int process, const std::string& host, Environment env) {
+  auto agent_or = agent_for(host);
   if (!agent_or.is_ok()) return agent_or.status();
   const size_t agent = *agent_or;
   // A lost agent may be back (restarted): a fresh channel reaches it at once
@@ -162,13 +203,11 @@ common::Status JobDriver::start_worker(const elastic::StartWorker& start) {
     if (!network.is_ok()) return network.status();
     agent_bind_[agent] = network->bind_addresses.at(0);
   }
-  RankSlot slot{start.slot, start.host, 0, 1, 0, 1};
-  Environment env = worker_env(slot, agent_bind_[agent]);
-  if (start.replacement) env[common::env::kReplacement] = "1";
+  env[common::env::kBindAddress] = agent_bind_[agent];
 
   hvd::v1::LaunchRequest request;
   auto* worker = request.add_workers();
-  worker->set_rank(start.slot);
+  worker->set_rank(process);
   for (const auto& arg : options_.command) worker->add_argv(arg);
   worker->mutable_env()->insert(env.begin(), env.end());
   worker->set_cwd(cwd_);
@@ -228,12 +267,25 @@ void JobDriver::carry_out(elastic::Actions actions) {
               auto more = machine_->start_failed(start.slot, s.message(), Clock::now());
               actions.insert(actions.end(), more.begin(), more.end());
             },
+            [&](const elastic::StartSpare& start) {
+              common::Status s = start_spare(start);
+              if (s.is_ok()) return;
+              auto more = machine_->start_failed(start.spare, s.message(), Clock::now());
+              actions.insert(actions.end(), more.begin(), more.end());
+            },
+            [&](const elastic::PromoteSpare& promote) {
+              // Before the slot's predecessor is lost: the survivors' next
+              // round waits for the spare when it waits in hvd.init().
+              exited_[static_cast<size_t>(promote.slot)] = false;
+              rendezvous_->promote_spare(promote.spare, promote.slot);
+            },
             [&](const elastic::StopWorker& stop) {
               auto it = host_agent_.find(machine_->host_of(stop.slot));
               if (it == host_agent_.end()) return;
+              const int process = machine_->process_of(stop.slot);
               for (const std::string& id : agents_->jobs(it->second, job_id_)) {
                 common::Status s =
-                    agents_->client(it->second).signal(id, SIGKILL, kSignalTimeout, {stop.slot});
+                    agents_->client(it->second).signal(id, SIGKILL, kSignalTimeout, {process});
                 if (!s.is_ok() && s.code() != common::StatusCode::kNotFound) {
                   spdlog::warn("stopping rank {}: {}", stop.slot, s.to_string());
                 }

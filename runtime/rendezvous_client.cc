@@ -76,6 +76,23 @@ Result<JoinResult> RendezvousClient::join(int rank, int size, const std::string&
                     reply.local_size(), reply.cross_rank(), reply.cross_size()};
 }
 
+Result<std::optional<int>> RendezvousClient::await_promotion(int spare, const std::string& host,
+                                                            int64_t pid,
+                                                            std::chrono::milliseconds timeout) {
+  grpc::ClientContext context;
+  prepare(context, timeout + kServerSlack);
+  hvd::v1::PromotionRequest request;
+  request.set_spare(spare);
+  request.set_host(host);
+  request.set_pid(pid);
+  request.set_timeout_ms(timeout.count());
+  hvd::v1::PromotionReply reply;
+  grpc::Status status = stub_->AwaitPromotion(&context, request, &reply);
+  if (!status.ok()) return failed(status, "AwaitPromotion");
+  if (!reply.promoted()) return std::optional<int>();
+  return std::optional<int>(reply.slot());
+}
+
 Status RendezvousClient::set(const std::string& key, const std::string& value) {
   grpc::ClientContext context;
   prepare(context, call_timeout_);

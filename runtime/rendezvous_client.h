@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,11 @@ class RendezvousClient final : public common::Store {
   Result<JoinResult> join(int rank, int size, const std::string& host, int64_t pid,
                           std::chrono::milliseconds timeout,
                           const common::Placement& placement = {}, int prev_rank = -1);
+
+  // A hot spare waits (up to `timeout`) to be promoted: the slot it takes,
+  // or nullopt when the time passed first.
+  Result<std::optional<int>> await_promotion(int spare, const std::string& host, int64_t pid,
+                                             std::chrono::milliseconds timeout);
 
   Status set(const std::string& key, const std::string& value) override;
   Result<std::vector<std::string>> get(const std::vector<std::string>& keys,

@@ -18,6 +18,10 @@ namespace hvd::runtime {
 
 namespace {
 
+// A hot spare asks for its promotion in calls this long (the job may run
+// for days; each call has a deadline, and a closed rendezvous ends it).
+constexpr std::chrono::milliseconds kPromotionPoll{30'000};
+
 std::chrono::milliseconds seconds_setting(const config::Settings& settings, const char* key) {
   return std::chrono::seconds(settings.get_int(key));
 }
@@ -155,6 +159,7 @@ Status Runtime::join() {
     // as long as hvdrun lets the job wait for them.
     join_timeout = std::max(join_timeout, seconds_setting(settings_, "elastic_timeout"));
   }
+  if (world_.spare >= 0) HVD_RETURN_IF_ERROR(await_promotion());
   spdlog::debug("joining rank {} of {} at {}", world_.rank, world_.size, world_.rendezvous_addr);
   // Elastic jobs: HVD_RANK is the slot; the round places the worker after
   // its rank in the last round it was in (its slot the first time, unless
@@ -190,6 +195,31 @@ Status Runtime::join() {
                                              Heartbeat::interval_for(liveness));
   }
   return Status::ok();
+}
+
+Status Runtime::await_promotion() {
+  if (promoted_slot_ >= 0) {  // promoted before an earlier hvd.shutdown()
+    world_.rank = promoted_slot_;
+    world_.spare = -1;
+    world_.replacement = true;
+    return Status::ok();
+  }
+  spdlog::info("hot spare {} on host {}: waiting to be promoted", world_.spare, world_.hostname);
+  while (true) {
+    auto slot = rendezvous_->await_promotion(world_.spare, world_.hostname, getpid(),
+                                             kPromotionPoll);
+    if (!slot.is_ok()) {
+      return slot.status().with_context("hot spare " + std::to_string(world_.spare) +
+                                        " on host " + world_.hostname);
+    }
+    if (!slot->has_value()) continue;  // asks again: the job runs on
+    spdlog::info("hot spare {} promoted into slot {}", world_.spare, **slot);
+    promoted_slot_ = **slot;
+    world_.rank = **slot;
+    world_.spare = -1;
+    world_.replacement = true;  // new to the job's rounds
+    return Status::ok();
+  }
 }
 
 Status Runtime::start(int64_t generation) {

@@ -124,6 +124,9 @@ class Runtime {
                                                  int rank, const std::string& key_prefix,
                                                  std::unique_ptr<transports::Transport> transport);
   Result<std::shared_ptr<const engine::ProcessSet>> member_set(int32_t id) const;
+  // A hot spare (HVD_SPARE) waits for hvdrun to promote it, then is the
+  // worker of the slot it got (new to the job's rounds).
+  Status await_promotion();
   // enqueue + wait + release.
   Status run(const hvd_op& op);
   // Checks that every rank makes the same process-set call (an allgather
@@ -149,6 +152,9 @@ class Runtime {
   // Elastic jobs: this process's rank in the last round it joined, across
   // shutdown/init (-1: none yet).
   static inline std::atomic<int> last_elastic_rank_{-1};
+  // A hot spare's slot once hvdrun promoted it (-1: not promoted), across
+  // shutdown/init like the rank above.
+  static inline std::atomic<int> promoted_slot_{-1};
   engine::HandleTable handles_;
   engine::TimelineSlot timeline_;
   engine::WorldAbort abort_;      // before sets_: engines call abort() until they stop

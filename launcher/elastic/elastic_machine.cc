@@ -14,6 +14,12 @@ std::string slot_list(const std::vector<int>& slots) {
   return out;
 }
 
+// A promoted spare is announced before its slot is lost (PromoteSpare).
+void promotions_first(Actions& out, size_t from) {
+  std::stable_partition(out.begin() + static_cast<std::ptrdiff_t>(from), out.end(),
+                        [](const Action& a) { return std::holds_alternative<PromoteSpare>(a); });
+}
+
 }  // namespace
 
 const char* state_name(State state) {
@@ -32,9 +38,10 @@ ElasticMachine::ElasticMachine(Limits limits, HostTable hosts,
     : limits_(limits),
       hosts_(std::move(hosts)),
       workers_(static_cast<size_t>(std::max<int>(limits.max_np, static_cast<int>(initial.size())))),
+      spares_(limits.spares, static_cast<int>(workers_.size())),
       initial_np_(static_cast<int>(initial.size())) {
   for (size_t slot = 0; slot < initial.size(); ++slot) {
-    workers_[slot] = {initial[slot], Phase::kStarting, /*initial=*/true};
+    workers_[slot] = {initial[slot], Phase::kStarting, /*initial=*/true, static_cast<int>(slot)};
   }
   Actions ignored;
   check_min(ignored, now);
@@ -60,8 +67,21 @@ std::vector<int> ElasticMachine::live_slots() const {
 }
 
 std::string ElasticMachine::host_of(int slot) const {
+  if (spares_.is_spare_id(slot)) return spares_.host_of(slot);
   if (slot < 0 || static_cast<size_t>(slot) >= workers_.size()) return "";
   return workers_[static_cast<size_t>(slot)].host;
+}
+
+int ElasticMachine::slot_of_process(int process) const {
+  std::optional<int> slot = process;
+  if (spares_.is_spare_id(process)) slot = spares_.slot_of(process);
+  if (!slot || *slot < 0 || static_cast<size_t>(*slot) >= workers_.size()) return -1;
+  return workers_[static_cast<size_t>(*slot)].process == process ? *slot : -1;
+}
+
+int ElasticMachine::process_of(int slot) const {
+  if (slot < 0 || static_cast<size_t>(slot) >= workers_.size()) return -1;
+  return workers_[static_cast<size_t>(slot)].process;
 }
 
 bool ElasticMachine::starting(int slot) const {
@@ -101,6 +121,12 @@ void ElasticMachine::replace(int slot, const std::string& what, int code, Action
   }
   ++resets_;
   Worker& w = workers_[static_cast<size_t>(slot)];
+  if (std::string promoted = promote_into(slot, w.host, out, now); !promoted.empty()) {
+    out.push_back(Say{what + "; " + promoted + " (reset " + std::to_string(resets_) + " of " +
+                      std::to_string(limits_.reset_limit) + ")"});
+    refill_spares(out, now);
+    return;
+  }
   const std::string host = place(w.host, now);
   if (host.empty()) {
     out.push_back(Say{what + "; no usable host has a free slot for a replacement (reset " +
@@ -109,11 +135,90 @@ void ElasticMachine::replace(int slot, const std::string& what, int code, Action
     return;
   }
   const std::string where = host == w.host ? "" : " on host " + host;
-  w = {host, Phase::kStarting};
+  w = {host, Phase::kStarting, false, slot};
   out.push_back(StartWorker{slot, host, true});
   out.push_back(Say{what + "; started a replacement" + where + " (reset " +
                     std::to_string(resets_) + " of " + std::to_string(limits_.reset_limit) +
                     ")"});
+}
+
+std::string ElasticMachine::promote_into(int slot, const std::string& preferred, Actions& out,
+                                         Clock::time_point now) {
+  // Only into a host with a free slot (the failed worker's has one now): a
+  // slot is where a worker may run (a GPU, say), whoever started it.
+  const std::optional<int> spare = spares_.pick(preferred, [&](const std::string& host) {
+    return hosts_.usable(host, now) && live_on(host) < hosts_.slots(host);
+  });
+  if (!spare) return "";
+  const std::string host = spares_.host_of(*spare);
+  const bool waiting = spares_.waiting(*spare);
+  spares_.promote(*spare, slot);
+  workers_[static_cast<size_t>(slot)] = {host, Phase::kStarting, false, *spare};
+  out.push_back(PromoteSpare{*spare, slot});
+  return "promoted spare " + std::to_string(*spare) + " on host " + host + " into rank " +
+         std::to_string(slot) + (waiting ? "" : " (it is still starting)");
+}
+
+void ElasticMachine::refill_spares(Actions& out, Clock::time_point now) {
+  if (spares_stopped_ || finishing() || state_ == State::kFailed || state_ == State::kDone) return;
+  std::vector<int> started;
+  std::vector<std::string> placed_on;
+  while (spares_.live() < spares_.count()) {
+    // The fewest spares first; among those, the most free slots (a spare
+    // can be promoted only into a host with a free slot: its own when one of
+    // its workers fails, any host with room for a lost host's worker).
+    std::string host;
+    std::pair<int, int> best;
+    for (const std::string& h : hosts_.hosts()) {
+      if (!hosts_.usable(h, now)) continue;
+      const std::pair<int, int> key{spares_.live_on(h), live_on(h) - hosts_.slots(h)};
+      if (host.empty() || key < best) {
+        host = h;
+        best = key;
+      }
+    }
+    if (host.empty()) break;
+    const int id = spares_.add(host);
+    out.push_back(StartSpare{id, host});
+    started.push_back(id);
+    if (std::find(placed_on.begin(), placed_on.end(), host) == placed_on.end()) {
+      placed_on.push_back(host);
+    }
+  }
+  if (started.empty()) return;
+  std::string ids, hosts;
+  for (int id : started) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+  for (const std::string& h : placed_on) hosts += (hosts.empty() ? "" : ", ") + h;
+  out.push_back(Say{std::string(started.size() == 1 ? "started hot spare " : "started hot spares ") +
+                    ids + " on host" + (placed_on.size() == 1 ? " " : "s ") + hosts});
+}
+
+void ElasticMachine::spare_ready(int spare) { spares_.ready(spare); }
+
+Actions ElasticMachine::spare_exited(int spare, bool failed, int code, const std::string& what,
+                                     Clock::time_point now) {
+  Actions out;
+  (void)code;
+  if (!spares_.gone(spare) || state_ == State::kFailed || state_ == State::kDone || finishing()) {
+    return out;
+  }
+  if (!failed) {
+    spares_stopped_ = true;
+    out.push_back(Say{what + " before it was promoted (does the script call hvd.init()?); no "
+                      "more hot spares are started"});
+    return out;
+  }
+  if (resets_ >= limits_.reset_limit) {
+    spares_stopped_ = true;
+    out.push_back(Say{what + "; no more hot spares are started: the reset limit (" +
+                      std::to_string(limits_.reset_limit) + ", --reset-limit) is used up"});
+    return out;
+  }
+  ++resets_;
+  out.push_back(Say{what + " before it was promoted (reset " + std::to_string(resets_) + " of " +
+                    std::to_string(limits_.reset_limit) + ")"});
+  refill_spares(out, now);
+  return out;
 }
 
 Actions ElasticMachine::worker_exited(int slot, bool failed, int code, const std::string& what,
@@ -131,6 +236,7 @@ Actions ElasticMachine::worker_exited(int slot, bool failed, int code, const std
     out.push_back(Say{what + " after other workers finished"});
   } else {
     w.phase = Phase::kGone;
+    const size_t lost_at = out.size();
     out.push_back(SlotLost{slot});
     if (state_ == State::kRunning) state_ = State::kResetting;
     if (auto cooldown = hosts_.worker_failed(w.host, now)) {
@@ -139,6 +245,7 @@ Actions ElasticMachine::worker_exited(int slot, bool failed, int code, const std
                         std::to_string(kFailuresToBlacklist) + " failed workers in a row"});
     }
     replace(slot, what, code, out, now);
+    promotions_first(out, lost_at);
   }
   check_done(out);
   check_min(out, now);
@@ -147,6 +254,15 @@ Actions ElasticMachine::worker_exited(int slot, bool failed, int code, const std
 
 Actions ElasticMachine::start_failed(int slot, const std::string& why, Clock::time_point now) {
   Actions out;
+  if (spares_.is_spare_id(slot)) {  // tick() starts another on a usable host
+    const std::string host = spares_.host_of(slot);
+    if (!spares_.gone(slot) || state_ == State::kFailed || state_ == State::kDone) return out;
+    const auto cooldown = hosts_.agent_lost(host, now);
+    out.push_back(Say{"cannot start hot spare " + std::to_string(slot) + " on host " + host +
+                      ": " + why + "; host " + host + " is blacklisted for " +
+                      std::to_string(cooldown.count()) + " s"});
+    return out;
+  }
   if (slot < 0 || static_cast<size_t>(slot) >= workers_.size()) return out;
   Worker& w = workers_[static_cast<size_t>(slot)];
   if (w.phase != Phase::kStarting) return out;
@@ -157,7 +273,7 @@ Actions ElasticMachine::start_failed(int slot, const std::string& why, Clock::ti
                     why + "; host " + w.host + " is blacklisted for " +
                     std::to_string(cooldown.count()) + " s"});
   if (const std::string host = place("", now); !host.empty() && !finishing()) {
-    workers_[static_cast<size_t>(slot)] = {host, Phase::kStarting};
+    workers_[static_cast<size_t>(slot)] = {host, Phase::kStarting, false, slot};
     out.push_back(StartWorker{slot, host, true});
   }
   check_min(out, now);
@@ -178,9 +294,16 @@ Actions ElasticMachine::agent_lost(const std::vector<std::string>& hosts, const 
       slots.push_back(static_cast<int>(s));
       out.push_back(SlotLost{static_cast<int>(s)});
     }
+    std::string spares_there;
+    for (int id : spares_.live_ids(host)) {
+      spares_.gone(id);
+      spares_there += (spares_there.empty() ? "hot spare " : ", ") + std::to_string(id);
+    }
+    if (!spares_there.empty()) spares_there = (slots.empty() ? " (" : "; ") + spares_there;
     const auto cooldown = hosts_.agent_lost(host, now);
     out.push_back(Say{"lost the agent on host " + host +
-                      (slots.empty() ? std::string() : " (" + slot_list(slots) + ")") + ": " +
+                      (slots.empty() ? std::string() : " (" + slot_list(slots)) + spares_there +
+                      (slots.empty() && spares_there.empty() ? "" : ")") + ": " +
                       why + "; host " + host + " is blacklisted for " +
                       std::to_string(cooldown.count()) + " s"});
     change.removed.push_back(host);
@@ -202,13 +325,19 @@ Actions ElasticMachine::agent_lost(const std::vector<std::string>& hosts, const 
     }
     ++resets_;
     for (int slot : change.removed_slots) {
+      if (std::string promoted = promote_into(slot, "", out, now); !promoted.empty()) {
+        out.push_back(Say{promoted});
+        continue;
+      }
       const std::string host = place("", now);
       if (host.empty()) break;
-      workers_[static_cast<size_t>(slot)] = {host, Phase::kStarting};
+      workers_[static_cast<size_t>(slot)] = {host, Phase::kStarting, false, slot};
       out.push_back(StartWorker{slot, host, true});
       out.push_back(Say{"started rank " + std::to_string(slot) + " again on host " + host});
     }
+    promotions_first(out, 0);
   }
+  refill_spares(out, now);
   check_done(out);
   check_min(out, now);
   return out;
@@ -298,7 +427,7 @@ void ElasticMachine::fill(Actions& out, Clock::time_point now) {
                              [&](const Worker& w) { return !live(w); });
     if (free == workers_.end()) break;
     const int slot = static_cast<int>(free - workers_.begin());
-    *free = {host, Phase::kStarting};
+    *free = {host, Phase::kStarting, false, static_cast<int>(free - workers_.begin())};
     out.push_back(StartWorker{slot, host, true});
     started.push_back(slot);
     if (std::find(placed_on.begin(), placed_on.end(), host) == placed_on.end()) {
@@ -375,6 +504,7 @@ Actions ElasticMachine::tick(Clock::time_point now) {
   Actions out;
   if (state_ == State::kFailed || state_ == State::kDone) return out;
   fill(out, now);
+  refill_spares(out, now);
   check_min(out, now);
   return out;
 }

@@ -21,7 +21,13 @@
 // --max-np (new hosts grow it). A host that the list no longer names has its
 // workers stopped (not counted as failures). Below --min-np live workers a
 // progress line says what is missing every kProgressEvery; past
-// --elastic-timeout the job fails naming it.
+// --elastic-timeout the job fails naming it. Hot spares (--spares K;
+// spare_pool.h) are kept at K on the usable hosts (fewest spares first);
+// a failed or lost worker's slot goes to a spare on a usable host with a
+// free slot when there is one (one waiting in hvd.init() first, on the
+// worker's host first) rather than to a new process, and a new spare is
+// started in its place. A spare that
+// fails costs a reset like a worker; past --reset-limit no more are started.
 #pragma once
 
 #include <chrono>
@@ -32,6 +38,7 @@
 #include <vector>
 
 #include "launcher/elastic/host_table.h"
+#include "launcher/elastic/spare_pool.h"
 
 namespace hvd::launcher::elastic {
 
@@ -45,6 +52,7 @@ struct Limits {
   int max_np = 1;
   int reset_limit = 10;
   std::chrono::seconds elastic_timeout{600};
+  int spares = 0;  // --spares
 };
 
 // Start a worker in `slot` on `host`; `replacement`: it is not in the first
@@ -56,6 +64,18 @@ struct StartWorker {
 };
 // Stop the worker of `slot` (SIGKILL through its agent); its exit is expected.
 struct StopWorker {
+  int slot = 0;
+};
+// Start hot spare `spare` (its launch rank; HVD_SPARE) on `host`.
+struct StartSpare {
+  int spare = 0;
+  std::string host;
+};
+// Promote hot spare `spare` into `slot` (the rendezvous tells it; the
+// forming round waits for it). Comes before the SlotLost of the slot's
+// failed worker, so that the survivors' next round includes the spare.
+struct PromoteSpare {
+  int spare = 0;
   int slot = 0;
 };
 // Tell the rendezvous the worker of `slot` is gone (the forming round does
@@ -78,7 +98,8 @@ struct EndJob {
   int code = 0;
   std::string error;
 };
-using Action = std::variant<StartWorker, StopWorker, SlotLost, HostsChanged, Say, EndJob>;
+using Action = std::variant<StartWorker, StartSpare, PromoteSpare, StopWorker, SlotLost,
+                            HostsChanged, Say, EndJob>;
 using Actions = std::vector<Action>;
 
 class ElasticMachine {
@@ -98,6 +119,12 @@ class ElasticMachine {
                      Clock::time_point now);
   // The discovery script printed this list.
   Actions hosts_discovered(const std::vector<HostSlots>& hosts, Clock::time_point now);
+  // Hot spare `spare` reached hvd.init() and waits there.
+  void spare_ready(int spare);
+  // A hot spare that was not promoted exited (`failed`, `code`, `what` as
+  // for worker_exited).
+  Actions spare_exited(int spare, bool failed, int code, const std::string& what,
+                       Clock::time_point now);
   // A joined worker sent no heartbeat for the heartbeat timeout.
   Actions worker_silent(int slot, std::chrono::seconds quiet, Clock::time_point now);
   // The worker of `slot` is in a round now.
@@ -111,8 +138,18 @@ class ElasticMachine {
   int resets() const { return resets_; }
   // Slots with a live worker (starting or member), ascending.
   std::vector<int> live_slots() const;
-  // The host of a slot's current (or last) worker; empty when never used.
+  // The host of a slot's current (or last) worker, or of a spare (by its
+  // id); empty when never used.
   std::string host_of(int slot) const;
+  // Processes are known to agents by their launch rank: a worker's is its
+  // slot, a spare's its id, kept when it is promoted. The slot whose
+  // current worker is process `process` (-1: none, e.g. a spare); and the
+  // process of a slot's current worker.
+  int slot_of_process(int process) const;
+  int process_of(int slot) const;
+  bool is_spare_process(int process) const { return spares_.is_spare_id(process); }
+  // The live spares (not promoted), ascending.
+  std::vector<int> live_spares() const { return spares_.live_ids(); }
   bool starting(int slot) const;  // started, not in a round yet
   const HostTable& host_table() const { return hosts_; }
 
@@ -122,6 +159,7 @@ class ElasticMachine {
     std::string host;
     Phase phase = Phase::kGone;
     bool initial = false;  // launched at the start (not a replacement or growth)
+    int process = -1;      // its launch rank: the slot, or the promoted spare's id
   };
   bool live(const Worker& w) const {
     return w.phase == Phase::kStarting || w.phase == Phase::kMember || w.phase == Phase::kStopping;
@@ -133,6 +171,13 @@ class ElasticMachine {
   std::string place(const std::string& preferred, Clock::time_point now) const;
   void fill(Actions& out, Clock::time_point now);
   void replace(int slot, const std::string& what, int code, Actions& out, Clock::time_point now);
+  // Puts a live spare on a usable host with a free slot into `slot`
+  // (PromoteSpare); the Say text, or empty when there is none.
+  std::string promote_into(int slot, const std::string& preferred, Actions& out,
+                           Clock::time_point now);
+  // Starts spares until --spares are alive (on the usable hosts with the
+  // fewest spares).
+  void refill_spares(Actions& out, Clock::time_point now);
   void check_done(Actions& out);
   void check_min(Actions& out, Clock::time_point now);
   std::string missing_hosts(Clock::time_point now) const;
@@ -141,6 +186,8 @@ class ElasticMachine {
   const Limits limits_;
   HostTable hosts_;
   std::vector<Worker> workers_;  // by slot, size max_np
+  SparePool spares_;
+  bool spares_stopped_ = false;  // a spare failed past --reset-limit: no more
   const int initial_np_;
   State state_ = State::kStarting;
   int resets_ = 0;

@@ -28,6 +28,21 @@ from hvd import _lib
 from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt
 
 
+def spares():
+    """The hot spares the job keeps (hvdrun --spares K): K, 0 without."""
+    try:
+        return int(os.environ.get("HVD_SPARES", "0") or 0)
+    except ValueError:
+        return 0
+
+
+def started_as_spare():
+    """True in a worker that started as a hot spare: it waited in hvd.init()
+    until hvdrun promoted it into the slot of a failed worker (hvd.init()
+    returns only then), and joined the job as a replacement."""
+    return os.environ.get("HVD_SPARE") is not None
+
+
 class HostUpdateResult:
     """What a host update did (Horovod's flags)."""
     no_update = 0

@@ -100,10 +100,33 @@ Result<WorldInfo> from_launcher(const LauncherWorld& launched, const EnvLookup& 
   return world;
 }
 
+// A hot spare (HVD_SPARE) has no slot yet: it reads as rank 0 of the job's
+// slots until hvdrun promotes it (runtime.cc).
+Result<int> read_spare(const EnvLookup& lookup) {
+  auto spare = read_int(lookup, env::kSpare);
+  if (!spare.is_ok()) return spare.status();
+  if (!spare->present) return -1;
+  if (spare->value < 0) {
+    return invalid_argument(describe(env::kSpare, lookup(env::kSpare)) + " must be 0 or more");
+  }
+  const char* elastic = lookup(env::kElastic);
+  if (elastic == nullptr || std::string(elastic) != "1" || lookup(env::kRank) != nullptr) {
+    return invalid_argument(describe(env::kSpare, lookup(env::kSpare)) +
+                            " needs an elastic job (HVD_ELASTIC=1) and no HVD_RANK");
+  }
+  return spare->value;
+}
+
 }  // namespace
 
-Result<WorldInfo> read_world(const EnvLookup& lookup) {
+Result<WorldInfo> read_world(const EnvLookup& raw_lookup) {
+  auto spare = read_spare(raw_lookup);
+  if (!spare.is_ok()) return spare.status();
+  const EnvLookup lookup = *spare < 0 ? raw_lookup : EnvLookup([&](const char* name) {
+    return std::string_view(name) == env::kRank ? "0" : raw_lookup(name);
+  });
   WorldInfo world;
+  world.spare = *spare;
   bool launched = lookup(env::kRank) != nullptr || lookup(env::kSize) != nullptr;
   if (!launched) {
     auto foreign = detect_launcher(lookup);

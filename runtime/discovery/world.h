@@ -33,6 +33,7 @@ struct WorldInfo {
   std::string bind_address = "127.0.0.1";
   bool elastic = false;      // HVD_ELASTIC=1: rank is the slot; the round gives the world
   bool replacement = false;  // HVD_REPLACEMENT=1: new to the job's rounds
+  int spare = -1;            // HVD_SPARE: a hot spare's id; rank 0 until it is promoted
   // Set when a foreign launcher started the worker ("torchrun", "openmpi",
   // "slurm"); empty under hvdrun. Rank 0 then hosts the rendezvous at
   // rendezvous_host:rendezvous_port (runtime/foreign_job.h).

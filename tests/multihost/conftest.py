@@ -281,6 +281,11 @@ class Job:
         with self._lock:
             return ("stdout:\n" + "\n".join(self.stdout) + "\nstderr:\n" + "\n".join(self.stderr))
 
+    def lines(self):
+        """The stdout lines so far."""
+        with self._lock:
+            return list(self.stdout)
+
     def wait_for(self, predicate, timeout):
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -91,3 +91,58 @@ def test_sixteen_workers_replace_a_killed_one(cluster, plain_agents, hvdrun, sec
     assert sizes[steps - 1] == 16, sizes
     left = stray_processes(cluster, plain_agents, 10)
     assert not left, f"processes left in the namespaces: {left}"
+
+
+def spare_pids(spares_dir):
+    """Pids of the spares that wrote their file (elastic_train.py), by id."""
+    files = sorted((f for f in os.listdir(spares_dir) if f.startswith("spare.")),
+                   key=lambda f: int(f.split(".")[1]))
+    return [int((spares_dir / f).read_text()) for f in files]
+
+
+def test_hot_spares_on_other_hosts_take_a_killed_workers_slot(cluster, plain_agents, hvdrun,
+                                                               secret, tmp_path):
+    # 8 workers (3 on h1 and h2, 2 on h3; h4's 2 slots free) and 2 hot
+    # spares, on h4 and h1 (the most free slots first; agents in other
+    # namespaces). A spare killed before its promotion is started again;
+    # then a worker on h3 is killed: the spare on h4 (a host with a free
+    # slot) takes its slot and the job never runs below 8.
+    hosts = tmp_path / "hosts"
+    hosts.write_text("h1:3\nh2:3\nh3:2\nh4:2\n")
+    spares_dir = tmp_path / "spares"
+    spares_dir.mkdir()
+    steps = 600
+    job = start_training(hvdrun, secret, tmp_path,
+                         ["-np", "8", "--min-np", "2", "--max-np", "8", "--spares", "2"],
+                         script_listing(tmp_path, hosts), steps, pause="0.01",
+                         env={"ELASTIC_FULL_SIZE": "8", "ELASTIC_SPARES_DIR": str(spares_dir)})
+    job.wait_for(lambda lines: sizes_seen(lines).count(8) >= 5, timeout=180)
+    deadline = time.monotonic() + 60
+    while len(spare_pids(spares_dir)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    first = spare_pids(spares_dir)[0]
+    os.kill(first, signal.SIGKILL)
+    os.rename(spares_dir / "spare.8", spares_dir / "killed.8")
+    deadline = time.monotonic() + 60
+    while len(spare_pids(spares_dir)) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(spare_pids(spares_dir)) == 2, "no spare was started in place of the killed one"
+    time.sleep(1.0)  # the new spare reaches hvd.init()
+
+    victim = workers_on(cluster, "h3")[0]
+    seen = len(sizes_seen(job.lines()))
+    os.kill(victim, signal.SIGKILL)
+    job.wait_for(lambda lines: len(sizes_seen(lines)) >= seen + 40, timeout=60)
+    after = sizes_seen(job.lines())[seen:]
+    r = job.wait(timeout=300)
+    sizes = check_training(r, 8, steps)
+    assert "started hot spares 8, 9 on hosts h4, h1" in r.stderr, r.stderr
+    assert ("hot spare 8 on host h4 was killed by signal 9 (SIGKILL) before it was promoted"
+            in r.stderr), r.stderr
+    assert "started hot spare 10 on host h4" in r.stderr, r.stderr
+    assert "on host h3 was killed by signal 9 (SIGKILL); promoted spare 10 on host h4" in r.stderr, \
+        r.stderr
+    assert set(after) == {8}, f"the job ran below 8 after the kill: {after}"
+    assert set(sizes.values()) == {8}, sizes
+    left = stray_processes(cluster, plain_agents, 10)
+    assert not left, f"processes left in the namespaces: {left}"

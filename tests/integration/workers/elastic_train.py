@@ -18,7 +18,12 @@ the run still joins before training ends (check_host_updates lets it in).
 With ELASTIC_DEVICE_OPS=1 every step also runs a device allreduce (device =
 local rank, through the C ABI: HVD_GPU_TRANSPORT names the GPU transport,
 fakecuda here) after the kill point, so the survivors of a kill are inside a
-device collective when the job resets; its result is checked."""
+device collective when the job resets; its result is checked.
+With ELASTIC_SPARES_DIR (hvdrun --spares): a hot spare writes its pid into
+DIR/spare.ID before hvd.init(); a victim waits (at most 60 s) until
+ELASTIC_SPARES_WAIT such files exist (then 0.5 s more: the spare waits in
+hvd.init()) before it fails; rank 0 kills the first spare (DIR's lowest id)
+after step ELASTIC_KILL_SPARE_AT; a promoted spare prints "promoted RANK"."""
 
 import os
 import signal
@@ -32,6 +37,37 @@ import hvd.torch as hvd
 marker, victim, kill_at, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
 how = sys.argv[5] if len(sys.argv) > 5 else "kill"
 pause = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
+
+spares_dir = os.environ.get("ELASTIC_SPARES_DIR")
+if spares_dir and os.environ.get("HVD_SPARE"):
+    with open(os.path.join(spares_dir, "spare." + os.environ["HVD_SPARE"]), "w") as f:
+        f.write(str(os.getpid()))
+
+
+def spare_files():
+    if not spares_dir:
+        return []
+    return sorted((f for f in os.listdir(spares_dir) if f.startswith("spare.")),
+                  key=lambda f: int(f.split(".")[1]))
+
+
+def wait_for_spares():
+    want = int(os.environ.get("ELASTIC_SPARES_WAIT", "1"))
+    deadline = time.monotonic() + 60
+    while spares_dir and len(spare_files()) < want and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if spares_dir:
+        time.sleep(0.5)
+
+
+def kill_first_spare(step):
+    if spares_dir and hvd.rank() == 0 and step == int(os.environ.get("ELASTIC_KILL_SPARE_AT", -1)):
+        first = spare_files()[0]
+        with open(os.path.join(spares_dir, first)) as f:
+            pid = int(f.read())
+        os.rename(os.path.join(spares_dir, first), os.path.join(spares_dir, "killed." + first))
+        os.kill(pid, signal.SIGKILL)
+
 
 hvd.init()
 torch.manual_seed(7)
@@ -119,7 +155,9 @@ def train(state):
             if hvd.rank() == r and state.batch == s and not os.path.exists(f"{marker}.{r}.{s}"):
                 open(f"{marker}.{r}.{s}", "w").close()
                 os.kill(os.getpid(), signal.SIGKILL)
+        kill_first_spare(state.batch)
         if hvd.rank() == victim and state.batch == kill_at and not os.path.exists(marker):
+            wait_for_spares()
             open(marker, "w").close()
             if how == "raise":
                 raise RuntimeError(f"rank {hvd.rank()} fails at step {state.batch}")
@@ -137,4 +175,6 @@ def train(state):
 train(state)
 values = torch.cat([p.detach().reshape(-1) for p in model.parameters()]).tolist()
 print("final", hvd.rank(), " ".join(repr(v) for v in values), flush=True)
+if hvd.elastic.started_as_spare():
+    print("promoted", hvd.rank(), flush=True)
 hvd.shutdown()

@@ -28,6 +28,12 @@ std::string render(const Action& action) {
       return "start " + std::to_string(a.slot) + " " + a.host +
              (a.replacement ? " replacement" : "");
     }
+    std::string operator()(const StartSpare& a) const {
+      return "spare " + std::to_string(a.spare) + " " + a.host;
+    }
+    std::string operator()(const PromoteSpare& a) const {
+      return "promote " + std::to_string(a.spare) + " " + std::to_string(a.slot);
+    }
     std::string operator()(const StopWorker& a) const { return "stop " + std::to_string(a.slot); }
     std::string operator()(const SlotLost& a) const { return "lost " + std::to_string(a.slot); }
     std::string operator()(const HostsChanged& a) const {
@@ -372,6 +378,128 @@ TEST_CASE("elastic machine: a worker that cannot start moves to another host", "
   CHECK(render(f.worker_exited(1, true, 3, "rank 1 exited with code 3", t0), "end").size() == 1);
   CHECK(f.state() == State::kFailed);
   CHECK(f.start_failed(0, "connection refused", t0).empty());
+}
+
+
+TEST_CASE("elastic machine: hot spares are spread over the hosts and kept at --spares",
+          "[elastic][spares]") {
+  Limits limits{1, 4, 3, 600s, 2};
+  ElasticMachine m = machine(limits, {{"h1", 2}, {"h2", 2}}, {"h1", "h1", "h2", "h2"});
+  Actions out = m.tick(t0);
+  CHECK(render(out) == Strings{"spare 4 h1", "spare 5 h2",
+                               "say started hot spares 4, 5 on hosts h1, h2"});
+  CHECK(m.is_spare_process(4));
+  CHECK_FALSE(m.is_spare_process(3));
+  CHECK(m.live_spares() == std::vector<int>{4, 5});
+  CHECK(m.host_of(5) == "h2");
+  CHECK(m.slot_of_process(4) == -1);  // a spare is no slot's worker
+  CHECK(m.live_slots() == std::vector<int>{0, 1, 2, 3});  // nor counted as one
+  CHECK(m.tick(t0 + 1s).empty());
+}
+
+TEST_CASE("elastic machine: a failed worker's slot goes to a waiting spare first",
+          "[elastic][spares]") {
+  Limits limits{1, 4, 3, 600s, 2};
+  // h2 has a free slot: its spare can take a worker of h1's place.
+  ElasticMachine m = machine(limits, {{"h1", 2}, {"h2", 3}}, {"h1", "h1", "h2", "h2"});
+  CHECK(render(m.tick(t0), "spare") == Strings{"spare 4 h2", "spare 5 h1"});
+  form_round(m);
+  m.spare_ready(4);  // on h2; spare 5 (on h1, the failed worker's host) still starts
+
+  Actions out = m.worker_exited(1, true, 137, killed(1, "h1"), t0 + 1s);
+  CHECK(render(out) ==
+        Strings{"promote 4 1", "lost 1",
+                "say rank 1 on host h1 was killed by signal 9 (SIGKILL); promoted spare 4 on "
+                "host h2 into rank 1 (reset 1 of 3)",
+                "spare 6 h2", "say started hot spare 6 on host h2"});
+  CHECK(m.process_of(1) == 4);
+  CHECK(m.slot_of_process(4) == 1);
+  CHECK(m.slot_of_process(1) == -1);  // the dead process is no longer rank 1's
+  CHECK(m.host_of(1) == "h2");
+  CHECK(m.starting(1));
+  CHECK(m.state() == State::kResetting);
+  m.worker_joined(1);
+  m.round_formed(2, 4);
+  CHECK(m.state() == State::kRunning);
+
+  // None waits; h2 is full now (ranks 1 to 3): only h1's spare qualifies.
+  out = m.worker_exited(0, true, 137, killed(0, "h1"), t0 + 2s);
+  CHECK(render(out, "promote") == Strings{"promote 5 0"});
+  CHECK(render(out, "say")[0] ==
+        "say rank 0 on host h1 was killed by signal 9 (SIGKILL); promoted spare 5 on host h1 "
+        "into rank 0 (it is still starting) (reset 2 of 3)");
+  CHECK(render(out, "spare") == Strings{"spare 7 h1"});
+  // A promoted spare that fails is a failed worker: its slot gets the next
+  // spare, on its host first.
+  out = m.worker_exited(1, true, 1, "rank 1 on host h2 exited with code 1", t0 + 3s);
+  CHECK(render(out, "promote") == Strings{"promote 6 1"});
+  CHECK(m.resets() == 3);
+}
+
+TEST_CASE("elastic machine: a spare is promoted only into a host with a free slot",
+          "[elastic][spares]") {
+  Limits limits{1, 4, 3, 600s, 1};
+  ElasticMachine m = machine(limits, {{"h1", 2}, {"h2", 2}}, {"h1", "h1", "h2", "h2"});
+  CHECK(render(m.tick(t0), "spare") == Strings{"spare 4 h1"});
+  form_round(m);
+  m.spare_ready(4);
+  // h1 is full: rank 2 of h2 gets a new process on h2, the spare stays.
+  Actions out = m.worker_exited(2, true, 137, killed(2, "h2"), t0 + 1s);
+  CHECK(render(out, "promote").empty());
+  CHECK(render(out, "start") == Strings{"start 2 h2 replacement"});
+  CHECK(m.live_spares() == std::vector<int>{4});
+}
+
+TEST_CASE("elastic machine: a spare lost before its promotion is started again",
+          "[elastic][spares]") {
+  Limits limits{1, 2, 2, 600s, 1};
+  ElasticMachine m = machine(limits, {{"h1", 2}}, {"h1", "h1"});
+  m.tick(t0);
+  form_round(m);
+  Actions out = m.spare_exited(2, true, 137, "hot spare 2 on host h1 was killed by signal 9 "
+                               "(SIGKILL)", t0 + 1s);
+  CHECK(render(out) == Strings{"say hot spare 2 on host h1 was killed by signal 9 (SIGKILL) "
+                               "before it was promoted (reset 1 of 2)",
+                               "spare 3 h1", "say started hot spare 3 on host h1"});
+  CHECK(m.spare_exited(2, true, 137, "again", t0 + 1s).empty());  // once
+  CHECK(m.state() == State::kRunning);  // the job itself is not touched
+  out = m.spare_exited(3, true, 1, "hot spare 3 on host h1 exited with code 1", t0 + 2s);
+  CHECK(render(out, "spare") == Strings{"spare 4 h1"});
+  // Past --reset-limit: no more spares; the job goes on.
+  out = m.spare_exited(4, true, 1, "hot spare 4 on host h1 exited with code 1", t0 + 3s);
+  CHECK(render(out) == Strings{"say hot spare 4 on host h1 exited with code 1; no more hot "
+                               "spares are started: the reset limit (2, --reset-limit) is used "
+                               "up"});
+  CHECK(m.tick(t0 + 4s).empty());
+  CHECK(m.state() == State::kRunning);
+  // A spare that exits 0 (a script without hvd.init()) is not started again.
+  ElasticMachine m2 = machine(limits, {{"h1", 2}}, {"h1", "h1"});
+  m2.tick(t0);
+  out = m2.spare_exited(2, false, 0, "hot spare 2 on host h1 exited with code 0", t0 + 1s);
+  CHECK(render(out, "spare").empty());
+  CHECK(m2.tick(t0 + 2s).empty());
+}
+
+TEST_CASE("elastic machine: a lost host's spares go, its slots go to spares elsewhere",
+          "[elastic][spares]") {
+  Limits limits{1, 4, 3, 600s, 2};
+  ElasticMachine m = machine(limits, {{"h1", 3}, {"h2", 2}}, {"h1", "h1", "h2", "h2"});
+  CHECK(render(m.tick(t0), "spare") == Strings{"spare 4 h1", "spare 5 h2"});
+  form_round(m);
+  m.spare_ready(4);
+  Actions out = m.agent_lost({"h2"}, "connection refused", t0 + 1s);
+  // Promotions come before the lost slots and the REMOVED event.
+  CHECK(render(out[0]) == "promote 4 2");
+  CHECK(render(out, "promote") == Strings{"promote 4 2"});
+  CHECK(render(out, "say")[0] ==
+        "say lost the agent on host h2 (ranks 2, 3; hot spare 5): connection refused; host h2 "
+        "is blacklisted for 10 s");
+  CHECK(render(out, "start").empty());  // h1 is full now: rank 3 waits for room
+  CHECK(m.process_of(2) == 4);
+  // Two new spares, both on h1 (h2 is blacklisted).
+  CHECK(m.live_spares() == std::vector<int>{6, 7});
+  CHECK(m.host_of(6) == "h1");
+  CHECK(m.host_of(7) == "h1");
 }
 
 }  // namespace hvd::launcher::elastic

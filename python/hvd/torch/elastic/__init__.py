@@ -13,7 +13,8 @@
     train(state)
 """
 
-from hvd.elastic import HostUpdateResult, ObjectState, State, run_fn  # noqa: F401
+from hvd.elastic import (HostUpdateResult, ObjectState, State, run_fn,  # noqa: F401
+                         spares, started_as_spare)
 from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt  # noqa: F401
 from hvd.torch.elastic.sampler import ElasticSampler  # noqa: F401
 from hvd.torch.elastic.state import TorchState  # noqa: F401

@@ -1,0 +1,43 @@
+// The hot spares of an elastic job (hvdrun --spares; docs/elastic.md):
+// worker processes that ran the user's script up to hvd.init() and wait
+// there (Rendezvous.AwaitPromotion), holding no slot, until hvdrun promotes
+// one into the slot of a worker that failed. A spare is known by its id
+// (its HVD_RANK, at least --max-np). Thread-safe.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hvd::daemon {
+
+class HotSpares {
+ public:
+  // The spare waits up to `timeout` (or until `cancelled`) to be promoted:
+  // its slot, or nullopt when the time passed first (it asks again);
+  // kCancelled after close().
+  common::Result<std::optional<int>> await(int spare, std::chrono::milliseconds timeout,
+                                           const std::function<bool()>& cancelled);
+  // hvdrun promotes `spare` into `slot`; true when the spare waits now (it
+  // joins the next round at once), false when it is still on its way to
+  // hvd.init() (it gets the slot when it arrives).
+  bool promote(int spare, int slot);
+  // The spares waiting now, ascending.
+  std::vector<int> waiting() const;
+  void close();
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<int, int> waiters_;   // spare -> calls waiting now
+  std::map<int, int> promoted_;  // spare -> its slot
+  bool closed_ = false;
+};
+
+}  // namespace hvd::daemon
