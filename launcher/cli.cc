@@ -11,6 +11,7 @@
 #include "launcher/exit_codes.h"
 #include "launcher/horovod_shim.h"
 #include "launcher/horovodrun_flags.h"
+#include "launcher/flag_suggestions.h"
 #include "launcher/host_discovery.h"
 
 #ifndef HVD_VERSION
@@ -262,7 +263,7 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
     int code = app.exit(e, out, err);
     return CliExit{code, out.str(), err.str()};
   } catch (const CLI::ParseError& e) {
-    return usage_error(e.what());
+    return usage_error(e.what() + did_you_mean(app, split.options));
   }
 
   if (check_build) {
@@ -423,6 +424,7 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
     const char* current = lookup("PYTHONPATH");
     for (const auto& [name, value] : options.extra_env) {
       if (name == "PYTHONPATH") current = value.c_str();  // a -x PYTHONPATH counts
+  options.horovod_compat = horovod_compat;
     }
     options.extra_env.emplace_back("PYTHONPATH", prepend_python_path(*shim, current));
   }

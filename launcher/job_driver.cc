@@ -55,6 +55,7 @@ JobDriver::JobDriver(const LaunchOptions& options, std::vector<RankSlot> plan,
       terminate_grace_(options.settings.get_int("terminate_grace")),
       heartbeat_timeout_(options.settings.get_int("heartbeat_timeout_seconds")),
       sink_(stdout, stderr),
+      hints_(options.horovod_compat),
       exited_(std::max<size_t>(plan_.size(), static_cast<size_t>(options.elastic.max_np)), true),
       joined_once_(plan_.size(), false) {
   // Elastic jobs have slots up to --max-np; only the first -np start now.
@@ -118,6 +119,10 @@ int JobDriver::supervise() {
     std::visit(common::Overloaded{
                    [&](const WorkerOutput& out) {
                      sink_.write(output_rank(out.rank), out.is_stderr, out.text);
+                     if (auto hint = hints_.on_line(out.text)) {
+                       std::fprintf(stderr, "hvdrun: hint: %s\n", hint->c_str());
+                       std::fflush(stderr);
+                     }
                    },
                    [&](const WorkerExited& exit) { handle(exit); },
                    [&](const WatchEnded& end) { handle(end); },

@@ -27,6 +27,7 @@
 #include "launcher/cli.h"
 #include "launcher/elastic/elastic_machine.h"
 #include "launcher/job_events.h"
+#include "launcher/output_hints.h"
 #include "launcher/output_sink.h"
 #include "launcher/slot_plan.h"
 #include "launcher/worker_env.h"
@@ -124,6 +125,7 @@ class JobDriver {
   std::string job_id_;
   EventQueue queue_;
   OutputSink sink_;
+  OutputHints hints_;
 
   std::unique_ptr<daemon::RendezvousService> rendezvous_;
   std::unique_ptr<daemon::GrpcServer> rendezvous_server_;

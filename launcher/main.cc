@@ -2,6 +2,7 @@
 // (the embedded one for this machine, hvd-agent for remote hosts), reads the
 // agents' credentials when a host is remote, and hands the job to the
 // JobDriver.
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -9,6 +10,7 @@
 #include <exception>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
@@ -33,8 +35,20 @@ int usage_error(const std::string& message) {
   return exit_code::kUsage;
 }
 
+// Run as `horovodrun` (a link to hvdrun; CMake option HVD_HOROVODRUN installs
+// it): Horovod's command lines in compatibility mode (docs/launcher.md).
+bool called_as_horovodrun(const char* argv0) {
+  std::string_view name(argv0 == nullptr ? "" : argv0);
+  if (auto slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
+  return name == "horovodrun";
+}
+
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
+  if (called_as_horovodrun(argv[0]) &&
+      std::find(args.begin(), args.end(), "--horovod-compat") == args.end()) {
+    args.insert(args.begin(), "--horovod-compat");
+  }
   CliOutcome outcome = parse_command_line(args, [](const char* name) { return std::getenv(name); });
   if (const auto* done = std::get_if<CliExit>(&outcome)) {
     std::fputs(done->out.c_str(), stdout);
