@@ -12,6 +12,9 @@ does), measured in one run for:
 
 The three alternate `--repeat` times, so drifts in machine load hit all
 alike; prints the medians and the ratios (> 1: the first is faster).
+--plot FILE.png also draws the medians as bars (bench/plots.py), and each
+autotune run's search beside it, FILE-search1.png and on
+(bench/plot_autotune.py).
 """
 import argparse
 import os
@@ -21,6 +24,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import plots
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 
@@ -66,7 +71,7 @@ def worker(a):
     hvd.shutdown()
 
 
-def hvd_run(a, autotune):
+def hvd_run(a, autotune, search_plot=None):
     env = dict(os.environ, PYTHONPATH=f"{REPO / 'python'}:{REPO / 'bench'}",
                HVD_LIBRARY=str(pathlib.Path(a.build, "lib", "libhvd.so").resolve()),
                OMP_NUM_THREADS="1")
@@ -83,6 +88,10 @@ def hvd_run(a, autotune):
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, env=env)
         if autotune and os.path.exists(log):
             settled = [l for l in open(log) if l.startswith("# settled:")][-1].strip()
+            if search_plot:
+                from plot_autotune import plot_search, read_log
+                plot_search(*read_log(log), search_plot)
+                plots.wrote(search_plot)
     for line in r.stdout.splitlines():
         if "median step" in line:
             return float(line.split("median step")[1].split()[0]), line.split(">:", 1)[-1], settled
@@ -100,15 +109,19 @@ def main():
                         "'--autotune-steps-per-sample 5'")
     p.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     p.add_argument("--log", default="", help=argparse.SUPPRESS)
+    plots.add_plot_argument(p, "its table (and each autotune run's search)")
     a = p.parse_args()
     if a.worker:
         worker(a)
         return
+    plots.check_plot_argument(a.plot)
     results = {"hvd defaults": [], "hvd autotune": [], "torch buckets": []}
-    for _ in range(a.repeat):
+    stem = os.path.splitext(a.plot)[0] if a.plot else None
+    for i in range(a.repeat):
         ms, _, _ = hvd_run(a, autotune=False)
         results["hvd defaults"].append(ms)
-        ms, line, settled = hvd_run(a, autotune=True)
+        ms, line, settled = hvd_run(a, autotune=True,
+                                    search_plot=stem and f"{stem}-search{i + 1}.png")
         results["hvd autotune"].append(ms)
         print(f"# autotune: {line}\n#   {settled}", flush=True)
         results["torch buckets"].append(torch_step("buckets", a.np, a.steps, a.warmup))
@@ -120,6 +133,10 @@ def main():
     print(f"autotune vs defaults:      {med['hvd defaults'] / med['hvd autotune']:.2f}x faster")
     print(f"autotune vs torch buckets: {med['torch buckets'] / med['hvd autotune']:.2f}x faster")
     print(f"defaults vs torch buckets: {med['torch buckets'] / med['hvd defaults']:.2f}x faster")
+    if a.plot:
+        from resnet50_step import plot_steps
+        plot_steps(a.plot, f"ResNet-50 gradients from Python, {a.np} ranks: median step over "
+                   f"{a.repeat} alternating runs of {a.steps} steps", results, "hvd autotune")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ REPEAT times (the machines are shared and noisy: each figure is the median
 over the repeats), and prints one table: time and bus bandwidth of each, the
 ratio torch time / hvd time (> 1: hvd is faster), and hvd's bus bandwidth as
 a fraction of memcpy's (one thread copying 64 MiB with numpy, measured
-between the runs of the same invocation).
+between the runs of the same invocation). --plot FILE.png also draws the
+table: hvd's and torch's time over the size on log axes, one panel per op,
+the ratio below (bench/plots.py).
 """
 import argparse
 import os
@@ -19,6 +21,8 @@ import sys
 import time
 
 import numpy
+
+import plots
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -75,7 +79,9 @@ def main():
     p.add_argument("--factor", default="4")
     p.add_argument("--iters", default="10")
     p.add_argument("--repeat", type=int, default=3)
+    plots.add_plot_argument(p)
     a = p.parse_args()
+    plots.check_plot_argument(a.plot)
     sweep = ["--ops", a.ops, "--min-bytes", a.min_bytes, "--max-bytes", a.max_bytes,
              "--factor", a.factor, "--iters", a.iters]
     hvd_cmd = [os.path.join(a.build, "bin", "hvdrun"), "-np", str(a.np),
@@ -92,13 +98,16 @@ def main():
         vals = [r[key][i] for r in runs if r.get(key)]
         return statistics.median(vals) if vals else None
 
-    print(f"# {a.np} ranks, float32; medians over {a.repeat} alternating runs of "
-          f"{a.iters} iterations each; memcpy (1 thread, 64 MiB) {copy:.2f} GB/s")
+    title = (f"# {a.np} ranks, float32; medians over {a.repeat} alternating runs of "
+             f"{a.iters} iterations each; memcpy (1 thread, 64 MiB) {copy:.2f} GB/s")
+    print(title)
     print(f"{'op':<14} {'size(B)':>11} {'hvd us':>10} {'torch us':>10} {'hvd busbw':>10} "
           f"{'torch busbw':>11} {'ratio':>7} {'hvd/memcpy':>10}")
+    table = []
     for key in sorted(hvd_runs[0], key=lambda k: (a.ops.split(",").index(k[0]), k[1])):
         ht, tt = med(hvd_runs, key, 0), med(torch_runs, key, 0)
         hb, tb = med(hvd_runs, key, 1), med(torch_runs, key, 1)
+        table.append((key[0], key[1], ht, tt, tt / ht if tt is not None and ht else None))
         if tt is None:
             print(f"{key[0]:<14} {key[1]:>11} {ht:>10.1f} {'n/a':>10} {hb:>10.3f} {'n/a':>11} "
                   f"{'-':>7} {hb / copy:>10.2f}")
@@ -106,6 +115,18 @@ def main():
             ratio = tt / ht if ht else float("nan")
             print(f"{key[0]:<14} {key[1]:>11} {ht:>10.1f} {tt:>10.1f} {hb:>10.3f} {tb:>11.3f} "
                   f"{ratio:>7.2f} {hb / copy:>10.2f}")
+    if a.plot:
+        plot(a.plot, title.lstrip("# "), table)
+
+
+def plot(path, title, table):
+    """table: (op, bytes, hvd us, torch us or None, ratio or None) rows."""
+    plots.lines(path, f"hvd vs torch.distributed (Gloo): {title}",
+                ["op", "size", "hvd us", "torch us", "torch / hvd time"], table, x="size",
+                group="op", values=["hvd us", "torch us"], ratio="torch / hvd time",
+                ylabel="time per op (us)", bytes_x=True,
+                note="ratio > 1: hvd faster")
+    plots.wrote(path)
 
 
 if __name__ == "__main__":

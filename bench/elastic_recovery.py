@@ -27,7 +27,8 @@ the kill time first.
 
 torchrun's figures include its whole restart (new processes, torch import,
 init_process_group), so its (a) and (b) are the same. The machine is small
-and shared: compare the columns of one run, not runs.
+and shared: compare the columns of one run, not runs. --plot FILE.png also
+draws the table as bars (bench/plots.py).
 """
 import argparse
 import os
@@ -38,6 +39,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+
+import plots
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STEP = re.compile(r"STEP (\d+) (\d+) (\d+) (\d+)")
@@ -167,7 +170,9 @@ def main():
     p.add_argument("--no-torchrun-default", action="store_true",
                    help="skip torchrun with its default --monitor_interval (5 s)")
     p.add_argument("--no-spares", action="store_true", help="skip hvd with --spares 1")
+    plots.add_plot_argument(p)
     args = p.parse_args()
+    plots.check_plot_argument(args.plot)
     rows = []
     with tempfile.TemporaryDirectory() as workdir:
         configs = [("hvd (survivors in place at N-1, then the replacement joins)",
@@ -199,6 +204,18 @@ def main():
     for row in [rows[0]] + [r for r in rows if r[0].startswith("hvd --spares")]:
         print(f"\n{row[0].split(' (')[0]} / torchrun(0.5 s): (a) {row[1] / ref[1]:.3f}x, "
               f"(b) {row[2] / ref[2]:.3f}x")
+    if args.plot:
+        plot(args.plot, args.np, args.repeat, rows)
+
+
+def plot(path, np, repeat, rows):
+    """rows: (job, (a) seconds, (b) seconds)."""
+    plots.bars(path, f"Elastic recovery, {np} ranks, median of {repeat}: seconds after "
+               f"kill -9 of rank 1", ["job", "(a) survivors' next step",
+                                      "(b) back at full size"],
+               [(name.replace(" (", "\n("), a, b) for name, a, b in rows],
+               ylabel="seconds after the kill", wrap=26)
+    plots.wrote(path)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,9 @@ torch's). Then the overhead at
 for tests/gpu/run_from_bundle.sh. Sizes above 16 MiB take fewer iterations
 (at least 3) so that a run stays within ~40 s. --device cpu runs the same on
 CPU tensors against torch's gloo (a smoke test without a GPU). Exits 77
-saying why when CUDA is asked for but not available.
+saying why when CUDA is asked for but not available. --plot FILE.png: rank 0
+also draws the table, the four times over the size on log axes and each hvd
+path's ratio below (bench/plots.py).
 """
 import argparse
 import os
@@ -40,6 +42,8 @@ import sys
 import time
 
 import torch
+
+import plots
 
 GROUP = 8
 
@@ -73,7 +77,9 @@ def main():
     p.add_argument("--max-bytes", default="256M")
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    plots.add_plot_argument(p)
     a = p.parse_args()
+    plots.check_plot_argument(a.plot)
     cuda = a.device == "cuda"
     if cuda and not torch.cuda.is_available():
         print("SKIP: torch.cuda.is_available() is false: no usable GPU here", flush=True)
@@ -171,7 +177,24 @@ def main():
         for line in summary:
             print(line, flush=True)
     dist.destroy_process_group()
+    ranks = hvd.size()
     hvd.shutdown()
+    if me and a.plot and rows:  # after shutdown: no rank waits for the drawing
+        plot(a.plot, f"gpu_allreduce: {ranks} rank(s), {name}, "
+             f"HVD_GPU_TRANSPORT={os.environ.get('HVD_GPU_TRANSPORT', 'auto')}", rows)
+
+
+def plot(path, title, rows):
+    """rows: (bytes, torch s, allreduce_ s, allreduce s, grouped s)."""
+    table = [(size, ref * 1e6, a * 1e6, b * 1e6, c * 1e6, a / ref, b / ref, c / ref)
+             for size, ref, a, b, c in rows]
+    plots.lines(path, title, ["bytes", "torch", "allreduce_", "allreduce", f"grouped{GROUP}",
+                              "allreduce_ / torch", "allreduce / torch",
+                              f"grouped{GROUP} / torch"], table, x="bytes",
+                values=["torch", "allreduce_", "allreduce", f"grouped{GROUP}"],
+                ratio=["allreduce_ / torch", "allreduce / torch", f"grouped{GROUP} / torch"],
+                ylabel="time per op (us)", note="ratio = hvd time / torch time (< 1: hvd faster)")
+    plots.wrote(path)
 
 
 if __name__ == "__main__":

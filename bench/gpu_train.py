@@ -25,7 +25,8 @@ which avoids Debian torch 1.13's torchrun bug. Each rank times every step
 ranks of batch / the rank's median step time. Prints a table
 `measure | hvd | torch | ratio` (ratio hvd/torch) and `SUMMARY|...` lines
 for tests/gpu/run_from_bundle.sh. Exits 77 saying why when CUDA is asked for
-but not available, 1 when a side failed.
+but not available, 1 when a side failed. --plot FILE.png also draws the
+table, hvd beside torch for each measure (bench/plots.py).
 """
 import argparse
 import json
@@ -43,6 +44,8 @@ import time
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
+
+import plots
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 WRAPPER = ROOT / "tests" / "gpu" / "nccl_hostid.sh"
@@ -362,16 +365,28 @@ def drive(a):
     rows = (("img/s (total)", "img_s", ".1f", ">= 1.00"),
             ("step ms (median)", "step_ms", ".1f", "<= 1.00"))
     print(f"{'measure':<20} | {'hvd':>9} | {'torch':>9} | {'ratio':>6}")
-    summary = []
+    summary, table = [], []
     for measure, key, spec, target in rows:
         hv, dv = (h or {}).get(key), (d or {}).get(key)
         ratio = hv / dv if hv and dv else None
+        table.append((measure, hv, dv, ratio))
         print(f"{measure:<20} | {fmt(hv, spec):>9} | {fmt(dv, spec):>9} | {fmt(ratio, '.2f'):>6}")
         if key == "img_s":
             summary.append(f"SUMMARY|{label} img/s|{fmt(hv, spec) if h else 'FAILED'}|"
                            f"{fmt(dv, spec) if d else 'FAILED'}|{fmt(ratio, '.2f')}|{target}")
     print("\n".join(summary), flush=True)
+    if a.plot and (h or d):
+        plot(a.plot, f"gpu_train: {(h or d)['model']}, {(h or d)['device']}, batch "
+             f"{a.batch_size} per rank, {a.np} ranks; {sides}", table)
     return 0 if h and d else 1
+
+
+def plot(path, title, table):
+    """table: (measure, hvd, torch, ratio hvd/torch); a panel per measure."""
+    plots.bars(path, title, ["measure", "hvd", "torch", "hvd / torch"], table,
+               values=["hvd", "torch"], ratio="hvd / torch", per_row=True,
+               ylabel=[m for m, *_ in table])
+    plots.wrote(path)
 
 
 def main():
@@ -388,6 +403,7 @@ def main():
     p.add_argument("--hvdrun", help="default: $HVD_BUILD_DIR/bin/hvdrun, else hvdrun on PATH")
     p.add_argument("--timeout", type=float, default=150, help="seconds per side")
     p.add_argument("--worker", choices=("hvd", "ddp"), help=argparse.SUPPRESS)
+    plots.add_plot_argument(p)
     a = p.parse_args()
     if a.worker == "hvd":
         worker_hvd(a)
@@ -395,6 +411,7 @@ def main():
     if a.worker == "ddp":
         worker_ddp(a)
         return 0
+    plots.check_plot_argument(a.plot)
     return drive(a)
 
 

@@ -10,6 +10,8 @@ Each rank prints the median time of one call; torch's reference is
 `bench/torch_perf.py --np 2 --ops allreduce --min-bytes 4K --max-bytes 4K --iters 500`
 (see bench/README.md). --op allgather, alltoall, reducescatter: ops whose
 output libhvd allocates (bench/hvd_perf.cc times them without reading it).
+--plot FILE.png: rank 0 also draws its calls' times in order, with the
+median (bench/plots.py).
 """
 import argparse
 import statistics
@@ -18,6 +20,7 @@ import time
 import torch
 
 import hvd.torch as hvd
+import plots
 
 
 def main():
@@ -28,7 +31,9 @@ def main():
     p.add_argument("--name", default="latency", help="tensor name ('' for unnamed ops)")
     p.add_argument("--op", default="allreduce",
                    choices=["allreduce", "allgather", "alltoall", "reducescatter", "broadcast"])
+    plots.add_plot_argument(p, "rank 0's call times")
     a = p.parse_args()
+    plots.check_plot_argument(a.plot)
     hvd.init()
     # --bytes: each rank's input, as torch_perf.py counts it (allgather: the
     # output is size times larger).
@@ -49,7 +54,21 @@ def main():
         del out
     print(f"py_latency: rank {hvd.rank()} of {hvd.size()}, {a.op} {t.numel() * 4} B: "
           f"median {statistics.median(times) * 1e6:.1f} us over {a.iters}")
+    rank, size = hvd.rank(), hvd.size()
     hvd.shutdown()
+    if a.plot and rank == 0:  # after shutdown: no rank waits for the drawing
+        plot(a.plot, f"{a.op} {t.numel() * 4} B", size, times)
+
+
+def plot(path, what, size, times):
+    """Rank 0's call times (seconds) in order, with their median."""
+    median = statistics.median(times) * 1e6
+    rows = [(i + 1, x * 1e6, median) for i, x in enumerate(times)]
+    plots.lines(path, f"py_latency: one blocking hvd.torch {what} from Python, rank 0 of "
+                f"{size}: median {median:.1f} us over {len(times)} calls",
+                ["call", "us", "median"], rows, x="call", logx=False, markers=False,
+                ylabel="time per call (us)")
+    plots.wrote(path)
 
 
 if __name__ == "__main__":

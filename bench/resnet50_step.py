@@ -12,6 +12,8 @@ one run for:
     /usr/bin/python3 bench/resnet50_step.py --build build --np 2 --steps 20
 
 Prints the median step time of each and the ratios the targets name.
+--plot FILE.png also draws them as bars, each with its time / hvd fused's
+(bench/plots.py).
 """
 import argparse
 import os
@@ -26,6 +28,8 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 import torchvision
+
+import plots
 
 
 def shapes():
@@ -125,7 +129,9 @@ def add_step_arguments(p):
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_step_arguments(p)
+    plots.add_plot_argument(p)
     a = p.parse_args()
+    plots.check_plot_argument(a.plot)
     s = shapes()
     with tempfile.NamedTemporaryFile("w", suffix=".shapes", delete=False) as f:
         for shape in s:
@@ -150,6 +156,22 @@ def main():
     print(f"fused vs torch buckets:    {med['torch buckets'] / med['hvd fused']:.2f}x faster "
           f"(hvd / torch {med['hvd fused'] / med['torch buckets']:.2f}; target <= 0.5)")
     print(f"fused vs torch per-tensor: {med['torch per-tensor'] / med['hvd fused']:.2f}x faster")
+    if a.plot:
+        plot_steps(a.plot, f"ResNet-50 gradient step: {len(s)} tensors, {mb:.1f} MB, {a.np} "
+                   f"ranks; median over {a.repeat} alternating runs of {a.steps} steps",
+                   results, "hvd fused")
+
+
+def plot_steps(path, title, results, base):
+    """Bars of each configuration's median step (ms; results: name -> runs),
+    each with its median / base's (also bench/autotune.py's)."""
+    med = {k: statistics.median(v) for k, v in results.items()}
+    rows = [(k, v, v / med[base], ", ".join(f"{x:.1f}" for x in results[k]))
+            for k, v in med.items()]
+    plots.bars(path, title, ["configuration", "median step (ms)", f"time / {base}", "runs"],
+               rows, values=["median step (ms)"], ratio=f"time / {base}",
+               ylabel="step (ms)", note="runs: " + "; ".join(f"{r[0]} {r[3]}" for r in rows))
+    plots.wrote(path)
 
 
 if __name__ == "__main__":

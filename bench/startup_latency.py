@@ -19,6 +19,8 @@ Beside it, for reference: the same N on localhost only (hvdrun's embedded
 agent, no daemon), and torchrun with 2 ranks whose workers call
 init_process_group('gloo') (their import of torch shown separately).
 The machines are shared and small: read the growth with N, not the absolutes.
+--plot FILE.png also draws the table: seconds over N on log axes, a line
+per launcher (bench/plots.py).
 """
 import argparse
 import os
@@ -30,6 +32,8 @@ import subprocess
 import sys
 import tempfile
 import time
+
+import plots
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 STAMP = re.compile(r"^\[(\d+)\]<stdout>:.*t_init_ns (\d+)")
@@ -116,7 +120,9 @@ def main():
     p.add_argument("--no-torchrun", action="store_true")
     p.add_argument("--python", default="/usr/bin/python3")
     p.add_argument("--timeout", type=float, default=180)
+    plots.add_plot_argument(p)
     args = p.parse_args()
+    plots.check_plot_argument(args.plot)
 
     build = pathlib.Path(args.build).resolve()
     os.environ["HVD_BUILD_DIR"] = str(build)
@@ -195,6 +201,21 @@ def main():
                               for (n0, t0), (n1, t1) in zip(rows, rows[1:]))
             n_last, t_last = rows[-1]
             print(f"{prefix}: {steps}; {t_last / n_last * 1000:.0f} ms per rank at {n_last}")
+    if args.plot:
+        plot(args.plot, f"Start-up latency, median of {args.repeat}; worker: {worker_name}",
+             results, torch_row)
+
+
+def plot(path, title, results, torch_row=None):
+    """results: (launcher, ranks, hosts, init s, exit s); torch_row: (init s,
+    exit s, import s) of torchrun with 2 ranks, or None."""
+    rows = [(name, n, init_s, exit_s) for name, n, _, init_s, exit_s in results]
+    if torch_row:
+        rows.append(("torchrun (gloo), localhost", 2, torch_row[0], torch_row[1]))
+    plots.lines(path, title, ["launcher", "ranks", "all ranks initialized", "exit"], rows,
+                x="ranks", series="launcher", values=["all ranks initialized", "exit"],
+                ylabel="seconds after launch", xlabel="ranks")
+    plots.wrote(path)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ way: the median of per-op times, the slowest rank's, float32.
     /usr/bin/python3 bench/torch_perf.py --np 2 --ops allreduce --min-bytes 4K --max-bytes 256M
 
 Prints the same columns as hvd_perf; ops Gloo cannot run print n/a.
+--plot FILE.png also draws the times over the size, one line per op, on log
+axes (bench/plots.py).
 """
 import argparse
 import os
@@ -17,6 +19,8 @@ import time
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
+
+import plots
 
 
 def parse_size(text):
@@ -74,6 +78,7 @@ def worker(rank, size, port, args):
               f"median of {args.iters} iterations after {args.warmup} warm-up", flush=True)
         print(f"{'op':<14} {'size(B)':>12} {'count':>12} {'time(us)':>12} {'algbw(GB/s)':>12} "
               f"{'busbw(GB/s)':>12}", flush=True)
+    table = []  # (op, bytes, us, busbw) of the ops that ran, for --plot
     for op in args.ops.split(","):
         nbytes = parse_size(args.min_bytes)
         while nbytes <= parse_size(args.max_bytes):
@@ -93,6 +98,7 @@ def worker(rank, size, port, args):
                 algbw = count * 4 / us / 1e3
                 row = (f"{op:<14} {count * 4:>12} {count:>12} {us:>12.1f} {algbw:>12.3f} "
                        f"{algbw * bus_factor(op, size):>12.3f}")
+                table.append((op, count * 4, us, algbw * bus_factor(op, size)))
             except RuntimeError as e:  # an op this backend does not implement
                 row = f"{op:<14} {count * 4:>12} {count:>12} {'n/a':>12}  ({str(e).splitlines()[0][:60]})"
                 dist.barrier()
@@ -100,6 +106,12 @@ def worker(rank, size, port, args):
                 print(row, flush=True)
             nbytes *= args.factor
     dist.destroy_process_group()
+    if rank == 0 and args.plot and table:
+        plots.lines(args.plot, f"torch.distributed {torch.__version__} (Gloo), {size} ranks: "
+                    f"median of {args.iters} iterations", ["op", "size", "time (us)", "busbw"],
+                    table, x="size", series="op", values=["time (us)"],
+                    ylabel="time per op (us)", bytes_x=True)
+        plots.wrote(args.plot)
 
 
 def main():
@@ -111,7 +123,9 @@ def main():
     p.add_argument("--factor", type=int, default=4)
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--warmup", type=int, default=2)
+    plots.add_plot_argument(p)
     args = p.parse_args()
+    plots.check_plot_argument(args.plot)
     mp.spawn(worker, args=(args.np, free_port(), args), nprocs=args.np, join=True)
 
 
