@@ -136,7 +136,7 @@ void JobDriver::elastic_tick(Clock::time_point now) {
       joined = true;
     }
   }
-  if (joined) machine_->round_formed(0, 0);
+  if (joined) carry_out(machine_->round_formed(0, 0));
   for (int spare : rendezvous_->waiting_spares()) machine_->spare_ready(spare);
   if (heartbeat_timeout_.count() > 0) {
     for (int slot : rendezvous_->liveness().silent(heartbeat_timeout_, now)) {

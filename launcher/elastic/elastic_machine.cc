@@ -236,6 +236,7 @@ Actions ElasticMachine::worker_exited(int slot, bool failed, int code, const std
     out.push_back(Say{what + " after other workers finished"});
   } else {
     w.phase = Phase::kGone;
+    lost_since_full_ = true;
     const size_t lost_at = out.size();
     out.push_back(SlotLost{slot});
     if (state_ == State::kRunning) state_ = State::kResetting;
@@ -315,6 +316,7 @@ Actions ElasticMachine::agent_lost(const std::vector<std::string>& hosts, const 
     return out;
   }
   out.push_back(change);
+  lost_since_full_ = true;
   if (!finishing()) {
     if (state_ == State::kRunning) state_ = State::kResetting;
     if (resets_ >= limits_.reset_limit) {
@@ -406,12 +408,20 @@ void ElasticMachine::worker_joined(int slot) {
   hosts_.worker_joined(w.host);
 }
 
-void ElasticMachine::round_formed(int64_t /*round*/, int /*size*/) {
+Actions ElasticMachine::round_formed(int64_t /*round*/, int /*size*/) {
+  Actions out;
   formed_once_ = true;
-  if (state_ != State::kStarting && state_ != State::kResetting) return;
+  if (state_ != State::kStarting && state_ != State::kResetting) return out;
   const bool waiting = std::any_of(workers_.begin(), workers_.end(),
                                    [](const Worker& w) { return w.phase == Phase::kStarting; });
-  if (!waiting) state_ = State::kRunning;
+  if (waiting) return out;
+  state_ = State::kRunning;
+  if (lost_since_full_ && live_count() >= limits_.max_np) {
+    lost_since_full_ = false;
+    out.push_back(Say{"the job is back at full size (" + std::to_string(live_count()) +
+                      " workers)"});
+  }
+  return out;
 }
 
 void ElasticMachine::fill(Actions& out, Clock::time_point now) {

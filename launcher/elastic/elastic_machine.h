@@ -129,8 +129,9 @@ class ElasticMachine {
   Actions worker_silent(int slot, std::chrono::seconds quiet, Clock::time_point now);
   // The worker of `slot` is in a round now.
   void worker_joined(int slot);
-  // A round formed with `size` workers.
-  void round_formed(int64_t round, int size);
+  // A round formed with `size` workers. Says when the job is back at
+  // --max-np workers after losing some.
+  Actions round_formed(int64_t round, int size);
   // Time passed: cooldowns end, growth, the elastic timeout, progress lines.
   Actions tick(Clock::time_point now);
 
@@ -192,6 +193,7 @@ class ElasticMachine {
   State state_ = State::kStarting;
   int resets_ = 0;
   bool formed_once_ = false;
+  bool lost_since_full_ = false;  // a worker was lost since the job last ran at --max-np
   std::optional<Clock::time_point> below_min_since_;
   std::optional<Clock::time_point> next_progress_;
 };

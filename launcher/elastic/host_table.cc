@@ -58,6 +58,12 @@ void HostTable::worker_joined(const std::string& host) {
 std::chrono::seconds HostTable::agent_lost(const std::string& host, Clock::time_point now) {
   auto [it, fresh] = hosts_.try_emplace(host);
   if (fresh) order_.push_back(host);
+  // One outage, one cooldown step: a host blacklisted already (a second
+  // worker that could not start there in the same attempt) keeps its
+  // cooldown; the time left comes back.
+  if (it->second.until && *it->second.until > now) {
+    return std::chrono::ceil<std::chrono::seconds>(*it->second.until - now);
+  }
   return blacklist(it->second, now, "agent lost");
 }
 

@@ -47,7 +47,8 @@ class HostTable {
   std::optional<std::chrono::seconds> worker_failed(const std::string& host, Clock::time_point now);
   // A worker on `host` joined a round: its failure streak ends.
   void worker_joined(const std::string& host);
-  // The host's agent is lost: blacklisted at once. Returns the cooldown.
+  // The host's agent is lost: blacklisted at once, unless it is already
+  // (then its cooldown stays). Returns the cooldown (left).
   std::chrono::seconds agent_lost(const std::string& host, Clock::time_point now);
 
   // Listed, and not blacklisted at `now`.

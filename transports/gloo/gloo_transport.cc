@@ -266,7 +266,8 @@ void GlooTransport::abort(Status reason) {
     failure_ = Status(reason.is_ok() ? StatusCode::kAborted : reason.code(), message);
     aborted_ = true;
   }
-  spdlog::warn("{}", message);
+  // Whoever aborts says why at warning level (Runtime::abort): details here.
+  spdlog::info("{}", message);
   shut_down_sockets();
   // What the sockets' end does not reach: messages in progress (pair_abort.h).
   fail_pairs(*context_, message);

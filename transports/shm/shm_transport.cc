@@ -126,7 +126,8 @@ void ShmTransport::abort(Status reason) {
     failure_ = Status(reason.is_ok() ? StatusCode::kAborted : reason.code(), message);
     aborted_ = true;
   }
-  spdlog::warn("{}", message);
+  // Whoever aborts says why at warning level (Runtime::abort): details here.
+  spdlog::info("{}", message);
   waiter_.interrupt();
   waiter_.leave();
 }

@@ -98,8 +98,9 @@ TEST_CASE("elastic machine: a crashed worker is replaced in its slot on its host
   CHECK(m.host_of(1) == "h1");
   CHECK(m.live_slots() == std::vector<int>{0, 1, 2, 3});
   m.worker_joined(1);
-  m.round_formed(2, 4);
+  CHECK(render(m.round_formed(2, 4)) == Strings{"say the job is back at full size (4 workers)"});
   CHECK(m.state() == State::kRunning);
+  CHECK(m.round_formed(3, 4).empty());  // said once
 
   CHECK(m.worker_exited(9, true, 1, "not a slot of the job", t0 + 2s).empty());
   CHECK(m.host_of(9) == "");

@@ -149,6 +149,16 @@ TEST_CASE("host table: a lost agent blacklists its host at once", "[elastic]") {
   CHECK(t.why_unusable("h7", t0 + 10s) == "h7 missing (not listed)");
 }
 
+TEST_CASE("host table: one outage is one cooldown step", "[elastic]") {
+  // Two workers that cannot start on a host whose agent is down (one
+  // attempt): the second keeps the first's cooldown instead of doubling it.
+  HostTable t = table({{"h1", 2}});
+  CHECK(t.agent_lost("h1", t0) == 10s);
+  CHECK(t.agent_lost("h1", t0) == 10s);
+  CHECK(t.agent_lost("h1", t0 + 3500ms) == 7s);  // the time left, rounded up
+  CHECK(t.agent_lost("h1", t0 + 10s) == 20s);    // a new outage: the next step
+}
+
 TEST_CASE("host table: the cooldown doubles per blacklisting, capped at the high end",
           "[elastic]") {
   HostTable t = table({{"h1", 1}, {"h2", 1}}, {1s, 4s});
@@ -166,13 +176,15 @@ TEST_CASE("host table: the cooldown doubles per blacklisting, capped at the high
 
   // Lost agents and failures share the count; each host has its own.
   CHECK(t.agent_lost("h2", now) == 1s);
-  CHECK(t.agent_lost("h2", now) == 2s);
+  CHECK(t.agent_lost("h2", now + 1s) == 2s);
   CHECK(t.agent_lost("h1", now) == 4s);
 
   // The default range: 10, 20, 40, 80, 160, 300 (not 320), 300.
   HostTable d = table({{"h1", 1}});
   std::vector<std::chrono::seconds> defaults;
-  for (int i = 0; i < 7; ++i) defaults.push_back(d.agent_lost("h1", t0));
+  for (Clock::time_point at = t0; defaults.size() < 7; at += 301s) {
+    defaults.push_back(d.agent_lost("h1", at));
+  }
   CHECK(defaults == std::vector<std::chrono::seconds>{10s, 20s, 40s, 80s, 160s, 300s, 300s});
 }
 
