@@ -20,6 +20,7 @@
 #include "launcher/agent_targets.h"
 #include "launcher/cli.h"
 #include "launcher/exit_codes.h"
+#include "launcher/host_resolution.h"
 #include "launcher/job_driver.h"
 #include "launcher/local_host.h"
 #include "launcher/signal_watcher.h"
@@ -29,6 +30,9 @@
 namespace {
 
 using namespace hvd::launcher;
+
+// A host name that does not resolve within this fails the job at start.
+constexpr std::chrono::seconds kResolveTimeout{10};
 
 int usage_error(const std::string& message) {
   std::fprintf(stderr, "hvdrun: error: %s\n", message.c_str());
@@ -70,6 +74,9 @@ int run(int argc, char** argv) {
   // --ssh: job-scoped agents that end with this scope (every exit path).
   SshAgents ssh_agents;
   if (options.ssh && first_remote(targets) != nullptr) {
+    if (hvd::common::Status s = check_hosts_resolve(targets, kResolveTimeout); !s.is_ok()) {
+      return usage_error(s.message());
+    }
     hvd::common::Status started = ssh_agents.start(
         targets, options, std::chrono::seconds(options.settings.get_int("start_timeout")));
     if (!started.is_ok()) {
@@ -82,6 +89,9 @@ int run(int argc, char** argv) {
   } else if (const AgentTarget* first = first_remote(targets)) {
     auto credentials = remote_credentials(options, first->host);
     if (!credentials.is_ok()) return usage_error(credentials.status().message());
+    if (hvd::common::Status s = check_hosts_resolve(targets, kResolveTimeout); !s.is_ok()) {
+      return usage_error(s.message());
+    }
     remote = std::move(credentials).value();
   }
 

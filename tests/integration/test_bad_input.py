@@ -1,4 +1,6 @@
 """Malformed input: exit code 2, one stderr line naming the bad token, nothing started."""
+import time
+
 import pytest
 
 from conftest import run
@@ -95,14 +97,28 @@ def test_remote_host_without_secret(hvdrun, tmp_path, monkeypatch):
     assert "'remote-host.invalid'" in r.stderr and "--secret-file" in r.stderr
 
 
-def test_unreachable_remote_host(hvdrun, tmp_path):
+def test_a_remote_host_that_does_not_resolve_fails_at_once(hvdrun, tmp_path):
     secret = tmp_path / "secret"
     secret.write_text("0123456789abcdef0123456789abcdef\n")
     secret.chmod(0o600)
     marker = tmp_path / "started"
+    start = time.monotonic()
     r = run([hvdrun, "-np", "2", "-H", "localhost:1,remote-host.invalid:1", "--secret-file",
-             str(secret), "--start-timeout", "5", "touch", str(marker)], timeout=30)
-    assert r.returncode == 1
+             str(secret), "--start-timeout", "30", "touch", str(marker)], timeout=60)
+    assert time.monotonic() - start < 15, "waited for the start timeout"
+    assert_refused(r, marker, "host 'remote-host.invalid' does not resolve")
+    assert "0123456789abcdef" not in r.stderr
+
+
+def test_unreachable_remote_host(hvdrun, tmp_path):
+    # Resolves, but no agent listens there.
+    secret = tmp_path / "secret"
+    secret.write_text("0123456789abcdef0123456789abcdef\n")
+    secret.chmod(0o600)
+    marker = tmp_path / "started"
+    r = run([hvdrun, "-np", "2", "-H", "localhost:1,192.0.2.1:1", "--secret-file",
+             str(secret), "--start-timeout", "3", "touch", str(marker)], timeout=30)
+    assert r.returncode == 1, r.stderr
     assert not marker.exists()
-    assert "cannot reach the agent on host remote-host.invalid" in r.stderr
+    assert "cannot reach the agent on host 192.0.2.1" in r.stderr, r.stderr
     assert "0123456789abcdef" not in r.stderr
