@@ -42,6 +42,8 @@ constexpr milliseconds kStartTimeoutSlack{1'000};
 // after the first one; the one that decides the job is the first that is not
 // a plain "exit code 1" (a signal or a specific code), else simply the first.
 constexpr milliseconds kFailureSettle{300};
+// While the first rendezvous waits for ranks, a progress line this often.
+constexpr std::chrono::seconds kJoinProgressEvery{10};
 
 }  // namespace
 
@@ -304,7 +306,35 @@ std::vector<int> JobDriver::overdue_ranks(Clock::time_point now, milliseconds sl
 void JobDriver::check_start_timeout(Clock::time_point now) {
   if (auto missing = overdue_ranks(now, milliseconds(0)); !missing.empty()) {
     report_start_timeout(missing);
+    return;
   }
+  report_join_progress(now);
+}
+
+void JobDriver::report_join_progress(Clock::time_point now) {
+  const daemon::Membership& membership = rendezvous_->membership();
+  auto first = membership.first_join_time();
+  if (membership.epoch() != 0 || membership.complete() || !first) return;
+  if (!next_join_progress_) next_join_progress_ = *first + kJoinProgressEvery;
+  if (now < *next_join_progress_) return;
+  next_join_progress_ = now + kJoinProgressEvery;
+  const std::vector<int> missing = membership.missing_ranks();
+  std::vector<std::string> hosts;
+  for (int rank : missing) {
+    const std::string& host = plan_[static_cast<size_t>(rank)].host;
+    if (std::find(hosts.begin(), hosts.end(), host) == hosts.end()) hosts.push_back(host);
+  }
+  std::string on;
+  for (const std::string& host : hosts) on += (on.empty() ? "" : ", ") + host;
+  const int np = static_cast<int>(plan_.size());
+  const auto waited = std::chrono::duration_cast<std::chrono::seconds>(now - *first).count();
+  std::fprintf(stderr,
+               "hvdrun: rendezvous: %d of %d ranks joined, waiting for %s on host%s %s (%lld of "
+               "%lld s)\n",
+               np - static_cast<int>(missing.size()), np, describe_ranks(missing).c_str(),
+               hosts.size() == 1 ? "" : "s", on.c_str(), static_cast<long long>(waited),
+               static_cast<long long>(start_timeout_.count()));
+  std::fflush(stderr);
 }
 
 void JobDriver::report_start_timeout(const std::vector<int>& missing) {

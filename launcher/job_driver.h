@@ -103,6 +103,9 @@ class JobDriver {
   std::vector<int> overdue_ranks(std::chrono::steady_clock::time_point now,
                                  std::chrono::milliseconds slack);
   void report_start_timeout(const std::vector<int>& missing);
+  // Every kJoinProgressEvery while the first rendezvous waits: who joined,
+  // who is missing where, how long of the start timeout has passed.
+  void report_join_progress(std::chrono::steady_clock::time_point now);
   // A joined worker that sent no heartbeat for the heartbeat timeout (its
   // process stopped, its host hung) ends the job, named (daemon/liveness.h).
   void check_liveness(std::chrono::steady_clock::time_point now);
@@ -153,6 +156,7 @@ class JobDriver {
   std::vector<bool> exited_;
   int exited_count_ = 0;
   std::vector<bool> joined_once_;  // ranks seen in the first rendezvous
+  std::optional<std::chrono::steady_clock::time_point> next_join_progress_;
   // Failures seen since the first one, while they settle.
   std::vector<WorkerExited> pending_failures_;
   std::optional<std::chrono::steady_clock::time_point> settle_deadline_;

@@ -54,6 +54,15 @@ def test_rank_that_never_joins_times_out(hvdrun):
     assert_all_gone(pgids=[pgid for _, pgid in workers.values()])
 
 
+def test_a_long_rendezvous_says_who_it_waits_for(hvdrun):
+    # Rank 1 never joins within a 12 s start timeout: a progress line at 10 s.
+    r = run([hvdrun, "-np", "2", "--start-timeout", "12", executable("fault_worker"),
+             "--no-init-rank", "1"], timeout=60)
+    assert r.returncode == 124, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
+    assert re.search(r"^hvdrun: rendezvous: 1 of 2 ranks joined, waiting for rank 1 on host "
+                     r"localhost \(1[01] of 12 s\)$", r.stderr, re.M), r.stderr
+
+
 def test_sigint_reaches_workers_and_grandchildren(hvdrun):
     job = Background([hvdrun, "-np", "2", executable("fault_worker"), "--grandchild",
                       "--sleep", "60"])
