@@ -22,6 +22,7 @@
 #include <thread>
 
 #include "daemon/child_process.h"
+#include "daemon/group_reaper.h"
 #include "daemon/line_splitter.h"
 #include "daemon/process_groups.h"
 
@@ -87,6 +88,7 @@ struct Supervisor::Impl {
   std::vector<pid_t> groups;  // spawned process groups that may still have members
   std::map<int, pid_t> rank_groups;  // the latest process group of each rank
   std::set<pid_t> unreaped;
+  GroupReaper reaper;  // kills the groups' orphans when this process dies
 
   // Owned by the supervisor thread.
   std::vector<std::unique_ptr<Child>> children;
@@ -222,6 +224,7 @@ void Supervisor::Impl::start(SpawnRequest& request) {
     rank_groups[child->rank] = child->pid;
     unreaped.insert(child->pid);
   }
+  reaper.add(child->pid);
   const pid_t pid = child->pid;
   children.push_back(std::move(child));
   spdlog::debug("started rank {} as pid {}: {}", request.spec.rank, pid, request.spec.argv.front());
@@ -317,8 +320,19 @@ void Supervisor::Impl::kill_all_groups() {
 }
 
 void Supervisor::Impl::prune_groups() {
-  std::lock_guard lock(mu);
-  std::erase_if(groups, [&](pid_t g) { return unreaped.count(g) == 0 && !group_exists(g); });
+  std::vector<pid_t> gone;
+  bool none_left = false;
+  {
+    std::lock_guard lock(mu);
+    std::erase_if(groups, [&](pid_t g) {
+      const bool dead = unreaped.count(g) == 0 && !group_exists(g);
+      if (dead) gone.push_back(g);
+      return dead;
+    });
+    none_left = groups.empty();
+  }
+  for (pid_t g : gone) reaper.remove(g);
+  if (none_left) reaper.stop();
 }
 
 void Supervisor::Impl::wake_thread() {

@@ -6,6 +6,8 @@ fault_worker prints "fault_worker: rank R pid P pgid G" first; with
 import os
 import re
 import signal
+import sys
+import time
 
 from conftest import Background, assert_all_gone, executable, run
 
@@ -61,6 +63,38 @@ def test_a_long_rendezvous_says_who_it_waits_for(hvdrun):
     assert r.returncode == 124, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     assert re.search(r"^hvdrun: rendezvous: 1 of 2 ranks joined, waiting for rank 1 on host "
                      r"localhost \(1[01] of 12 s\)$", r.stderr, re.M), r.stderr
+
+
+def test_sigkill_of_hvdrun_leaves_no_worker_child(hvdrun, tmp_path):
+    # Each worker starts `sleep` in its own process group and records its
+    # pid; hvdrun is killed with SIGKILL: the workers die with it
+    # (PR_SET_PDEATHSIG) and their children too (the agent's group reaper).
+    script = ("import os, subprocess, sys, time\n"
+              "p = subprocess.Popen(['sleep', '611'])\n"
+              "open(os.path.join(sys.argv[1], str(p.pid)), 'w').close()\n"
+              "time.sleep(120)\n")
+    job = Background([hvdrun, "-np", "2", sys.executable, "-c", script, str(tmp_path)])
+    try:
+        deadline = time.monotonic() + 60
+        while len(os.listdir(tmp_path)) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        children = [int(name) for name in os.listdir(tmp_path)]
+        assert len(children) == 2
+        os.kill(job.proc.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 5
+        while any(alive(pid) for pid in children) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not any(alive(pid) for pid in children), "a worker's child outlived hvdrun"
+    finally:
+        job.close()
+
+
+def alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
 
 
 def test_sigint_reaches_workers_and_grandchildren(hvdrun):
