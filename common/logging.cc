@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "common/printable.h"
+
 namespace hvd::common {
 
 Result<spdlog::level::level_enum> parse_log_level(std::string_view text) {
@@ -18,7 +20,7 @@ Result<spdlog::level::level_enum> parse_log_level(std::string_view text) {
   if (t == "error") return L::err;
   if (t == "fatal" || t == "critical") return L::critical;
   if (t == "off") return L::off;
-  return invalid_argument("unknown log level '" + std::string(text) +
+  return invalid_argument("unknown log level '" + printable(text) +
                           "' (expected trace, debug, info, warning, error, fatal or off)");
 }
 

@@ -1,66 +1,31 @@
 #include "common/secret_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstdio>
-#include <cstring>
+#include <bitset>
 #include <utility>
+
+#include "common/input_file.h"
+#include "common/printable.h"
 
 namespace hvd::common {
 
 namespace {
 
-std::string octal_mode(mode_t mode) {
-  char text[8];
-  std::snprintf(text, sizeof(text), "%04o", static_cast<unsigned>(mode & 07777));
-  return text;
+bool is_blank(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f' || c == '\0';
 }
+
+constexpr char kHowTo[] = " (e.g. head -c 32 /dev/urandom | base64 > FILE)";
 
 }  // namespace
 
 Result<std::string> read_secret_file(const std::string& path) {
-  const std::string where = "secret file '" + path + "'";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY);
-  if (fd < 0) {
-    return not_found("cannot open " + where + ": " + std::strerror(errno));
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return not_found("cannot stat " + where + ": " + std::strerror(err));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return invalid_argument(where + " is not a regular file");
-  }
-  if ((st.st_mode & 077) != 0) {
-    ::close(fd);
-    return invalid_argument(where + " has mode " + octal_mode(st.st_mode) +
-                            ": others can read it; run chmod 600 on it");
-  }
-  std::string secret;
-  char buffer[4096];
-  while (true) {
-    ssize_t n = ::read(fd, buffer, sizeof(buffer));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      int err = errno;
-      ::close(fd);
-      return not_found("cannot read " + where + ": " + std::strerror(err));
-    }
-    if (n == 0) break;
-    secret.append(buffer, static_cast<size_t>(n));
-    if (secret.size() > 64 * 1024) {
-      ::close(fd);
-      return invalid_argument(where + " is larger than 64 KiB");
-    }
-  }
-  ::close(fd);
-  return check_secret(std::move(secret), where);
+  InputRules rules;
+  rules.what = "secret file";
+  rules.max_bytes = kMaxSecretBytes;
+  rules.private_file = true;
+  auto text = read_input_file(path, rules);
+  if (!text.is_ok()) return text.status();
+  return check_secret(std::move(text).value(), "secret file '" + printable(path) + "'");
 }
 
 Result<std::string> check_secret(std::string secret, const std::string& where) {
@@ -68,10 +33,22 @@ Result<std::string> check_secret(std::string secret, const std::string& where) {
                              secret.back() == ' ' || secret.back() == '\t')) {
     secret.pop_back();
   }
-  if (secret.size() < kMinSecretBytes) {
-    return invalid_argument(where + " holds " + std::to_string(secret.size()) +
-                            " bytes; a secret needs at least " + std::to_string(kMinSecretBytes) +
-                            " (e.g. head -c 32 /dev/urandom | base64 > FILE)");
+  size_t solid = 0;
+  std::bitset<256> seen;
+  for (char c : secret) {
+    if (!is_blank(c)) ++solid;
+    seen.set(static_cast<unsigned char>(c));
+  }
+  if (solid < kMinSecretBytes) {
+    return invalid_argument(where + " holds " + std::to_string(solid) +
+                            (solid == 1 ? " byte that is" : " bytes that are") +
+                            " not blank; a secret needs at least " +
+                            std::to_string(kMinSecretBytes) + kHowTo);
+  }
+  if (seen.count() < kMinSecretDistinctBytes) {
+    return invalid_argument(where + " uses " + std::to_string(seen.count()) +
+                            " different byte values; a secret needs at least " +
+                            std::to_string(kMinSecretDistinctBytes) + kHowTo);
   }
   return secret;
 }

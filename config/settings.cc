@@ -10,12 +10,18 @@
 #include <limits>
 #include <optional>
 #include <stdexcept>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
+#include "common/input_file.h"
 #include "common/logging.h"
+#include "common/printable.h"
 
 namespace hvd::config {
 
 using common::invalid_argument;
+using common::printable;
 
 namespace {
 
@@ -57,7 +63,7 @@ std::optional<bool> parse_bool(std::string_view text) {
 
 Status validate_setting(const SettingSpec& spec, std::string_view value, std::string_view source) {
   auto bad = [&](std::string_view expected) {
-    return invalid_argument(std::string(source) + ": '" + std::string(value) + "' is not " +
+    return invalid_argument(std::string(source) + ": '" + printable(value) + "' is not " +
                             std::string(expected));
   };
   int64_t n = 0;
@@ -106,7 +112,7 @@ Settings::Settings() {
 Status Settings::set(std::string_view key, std::string_view value, std::string_view source) {
   const SettingSpec* spec = find_setting(key);
   if (spec == nullptr) {
-    return invalid_argument(std::string(source) + ": unknown setting '" + std::string(key) + "'");
+    return invalid_argument(std::string(source) + ": unknown setting '" + printable(key) + "'");
   }
   HVD_RETURN_IF_ERROR(validate_setting(*spec, value, source));
   // Sizes are kept in bytes and booleans as true/false, so workers and the
@@ -115,6 +121,7 @@ Status Settings::set(std::string_view key, std::string_view value, std::string_v
   if (spec->type == SettingType::kByteSize) stored = std::to_string(*parse_byte_size(value));
   if (spec->type == SettingType::kBool) stored = *parse_bool(value) ? "true" : "false";
   values_[std::string(key)] = std::move(stored);
+  sources_[std::string(key)] = std::string(source);
   return Status::ok();
 }
 
@@ -132,24 +139,55 @@ Status Settings::apply_environment(const std::function<const char*(const char*)>
 }
 
 Status Settings::apply_config_file(const std::string& path) {
+  const std::string where = "config file '" + printable(path) + "'";
+  common::InputRules rules;
+  rules.what = "config file";
+  rules.allow_pipe = true;  // --config-file <(...)
+  auto text = common::read_input_file(path, rules);
+  if (!text.is_ok()) {
+    if (text.status().code() == common::StatusCode::kNotFound) {
+      return invalid_argument(where + " cannot be read");
+    }
+    return invalid_argument(text.status().message());
+  }
   YAML::Node root;
   try {
-    root = YAML::LoadFile(path);
-  } catch (const YAML::BadFile&) {
-    return invalid_argument("config file '" + path + "' cannot be read");
+    root = YAML::Load(*text);
   } catch (const YAML::Exception& e) {
-    return invalid_argument("config file '" + path + "': " + e.what());
+    return invalid_argument(where + ": " + printable(e.what()));
   }
   if (root.IsNull()) return Status::ok();  // an empty file sets nothing
-  if (!root.IsMap()) return invalid_argument("config file '" + path + "': expected 'key: value' lines");
+  if (!root.IsMap()) return invalid_argument(where + ": expected 'key: value' lines");
+  // Every key once (YAML keeps both of two equal keys, and the last would
+  // win unseen); checked before anything is applied.
+  std::unordered_map<std::string, int> lines;
+  std::vector<std::pair<std::string, std::string>> items;
   for (const auto& item : root) {
+    if (!item.first.IsScalar()) return invalid_argument(where + ": a key is not a name");
     std::string key = item.first.as<std::string>();
-    if (!item.second.IsScalar()) {
-      return invalid_argument("config file '" + path + "': value of '" + key + "' is not a scalar");
+    const int line = item.first.Mark().line + 1;
+    if (auto [it, fresh] = lines.emplace(key, line); !fresh) {
+      return invalid_argument(where + ": key '" + printable(key) + "' on line " +
+                              std::to_string(line) + " is given already on line " +
+                              std::to_string(it->second));
     }
-    HVD_RETURN_IF_ERROR(set(key, item.second.as<std::string>(), "config file '" + path + "', " + key));
+    if (!item.second.IsScalar()) {
+      return invalid_argument(where + ": value of '" + printable(key) + "' is not a scalar");
+    }
+    items.emplace_back(std::move(key), item.second.as<std::string>());
   }
+  // Checked as a whole too: a bad value leaves every setting as it was.
+  Settings checked = *this;
+  for (const auto& [key, value] : items) {
+    HVD_RETURN_IF_ERROR(checked.set(key, value, where + ", " + printable(key)));
+  }
+  *this = std::move(checked);
   return Status::ok();
+}
+
+std::string_view Settings::source_of(std::string_view key) const {
+  auto it = sources_.find(key);
+  return it == sources_.end() ? std::string_view("the default") : std::string_view(it->second);
 }
 
 const std::string& Settings::get(std::string_view key) const {

@@ -25,8 +25,10 @@ class Settings {
   // Every setting at its default.
   Settings();
 
-  // A YAML mapping of key: value (see config/hvd.yaml). Unknown keys and bad
-  // values are errors naming the file, the key and the value.
+  // A YAML mapping of key: value (see config/hvd.yaml), a regular file or a
+  // pipe read within 30 s (common/input_file.h). Unknown keys, bad values and
+  // a key given twice are errors naming the file, the key (and its lines) or
+  // the value; nothing of such a file is applied.
   Status apply_config_file(const std::string& path);
 
   // HVD_* names, then their HOROVOD_* aliases where the HVD_ name is unset.
@@ -36,6 +38,10 @@ class Settings {
   Status set(std::string_view key, std::string_view value, std::string_view source);
 
   const std::string& get(std::string_view key) const;
+  // Where the value came from: the `source` of the set() that gave it
+  // ("--cpu-transport", "HVD_CPU_TRANSPORT", "config file 'f', cpu_transport"),
+  // or "the default".
+  std::string_view source_of(std::string_view key) const;
   int64_t get_int(std::string_view key) const;  // kPositiveInt, kCount, kByteSize (bytes)
   double get_double(std::string_view key) const;  // kNumber
   bool get_bool(std::string_view key) const;      // kBool
@@ -45,6 +51,7 @@ class Settings {
 
  private:
   std::map<std::string, std::string, std::less<>> values_;
+  std::map<std::string, std::string, std::less<>> sources_;
 };
 
 }  // namespace hvd::config

@@ -11,12 +11,14 @@
 #include <cstddef>
 #include <string>
 
+#include "common/job_limits.h"
 #include "hvd/v1/agent.pb.h"
 
 namespace hvd::daemon {
 
 inline constexpr size_t kMaxJobIdBytes = 256;
-inline constexpr int kMaxWorkersPerLaunch = 4096;
+// hvdrun refuses larger hosts before it builds anything (common/job_limits.h).
+inline constexpr int kMaxWorkersPerLaunch = common::kMaxWorkersPerHost;
 inline constexpr int kMaxArgs = 65536;          // argv entries per worker
 inline constexpr int kMaxEnvEntries = 65536;    // environment variables per worker
 // One argv or NAME=VALUE string (the kernel's MAX_ARG_STRLEN, less its NUL).

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <thread>
 
+#include "common/input_file.h"
 #include "common/secret_file.h"
 #include "daemon/agent_service.h"
 #include "daemon/grpc_server.h"
@@ -21,6 +22,7 @@ namespace {
 
 constexpr int kMaxReceiveBytes = 64 * 1024 * 1024;
 constexpr std::chrono::milliseconds kServerShutdownGrace{2'000};
+constexpr std::chrono::milliseconds kSecretLineTimeout{10'000};
 
 int fail(int code, const std::string& message) {
   std::fprintf(stderr, "hvd-agent: error: %s\n", message.c_str());
@@ -35,20 +37,14 @@ std::string signal_text(int signo) {
 }
 
 // The first line of stdin, read a byte at a time so that nothing after it
-// is consumed (the EOF watcher reads the rest).
+// is consumed (the EOF watcher reads the rest), within kSecretLineTimeout:
+// hvdrun --ssh writes it as soon as ssh starts. A stop signal ends the wait.
 common::Result<std::string> read_secret_line() {
-  std::string line;
-  for (;;) {
-    char c = 0;
-    const ssize_t n = ::read(STDIN_FILENO, &c, 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return common::not_found(std::string("cannot read the secret from stdin: ") +
-                                        ::strerror(errno));
-    if (n == 0 || c == '\n') break;
-    line += c;
-    if (line.size() > 64 * 1024) return common::invalid_argument("the secret on stdin is too long");
-  }
-  return common::check_secret(std::move(line), "the secret line on stdin");
+  const std::string what = "the secret on stdin";
+  auto line = common::read_line_within(STDIN_FILENO, what, kSecretLineTimeout,
+                                       common::kMaxSecretBytes);
+  if (!line.is_ok()) return line.status();
+  return common::check_secret(std::move(line).value(), what);
 }
 
 common::Result<std::string> load_secret(const AgentConfig& config) {

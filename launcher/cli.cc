@@ -4,15 +4,18 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <map>
 #include <sstream>
 
 #include "launcher/check_build.h"
 #include "launcher/exit_codes.h"
 #include "launcher/horovod_shim.h"
-#include "launcher/horovodrun_flags.h"
 #include "launcher/flag_suggestions.h"
+#include "launcher/horovodrun_flags.h"
 #include "launcher/host_discovery.h"
+#include "launcher/size_limits.h"
+#include "launcher/worker_settings.h"
 
 #ifndef HVD_VERSION
 #define HVD_VERSION "unknown"
@@ -386,19 +389,13 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
   if (np_given) {
     options.np = np;
   } else {
-    int slots = 0;
+    int64_t slots = 0;  // many hosts of many slots: more than an int holds
     for (const auto& h : options.hosts) slots += h.slots;
-    options.np = default_np(elastic, slots);
+    options.np = default_np(elastic, static_cast<int>(std::min<int64_t>(slots, INT32_MAX)));
   }
   auto resolved = resolve_elastic(elastic, options.np);
   if (!resolved.is_ok()) return usage_error(resolved.status().message());
   options.elastic = resolved.value();
-
-  // -x NAME=VALUE / -x NAME
-  for (const auto& arg : env_args) {
-    size_t eq = arg.find('=');
-    std::string name = arg.substr(0, eq);
-    if (!valid_env_name(name)) {
   if (common::Status s = check_job_size(options.hosts, options.np, np_given, options.elastic);
       !s.is_ok()) {
     return usage_error(s.message());
@@ -407,6 +404,12 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
       !s.is_ok()) {
     return usage_error(s.message());
   }
+
+  // -x NAME=VALUE / -x NAME
+  for (const auto& arg : env_args) {
+    size_t eq = arg.find('=');
+    std::string name = arg.substr(0, eq);
+    if (!valid_env_name(name)) {
       return usage_error("-x '" + arg + "': '" + name +
                          "' is not a valid environment variable name");
     }
@@ -418,13 +421,17 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
       options.warnings.push_back("-x " + name + ": not set in hvdrun's environment, not passed on");
     }
   }
+  if (common::Status s = check_worker_settings(options.settings, options.extra_env);
+      !s.is_ok()) {
+    return usage_error(s.message());
+  }
+  options.horovod_compat = horovod_compat;
   if (horovod_compat) {
     auto shim = find_horovod_shim();
     if (!shim.is_ok()) return usage_error(shim.status().message());
     const char* current = lookup("PYTHONPATH");
     for (const auto& [name, value] : options.extra_env) {
       if (name == "PYTHONPATH") current = value.c_str();  // a -x PYTHONPATH counts
-  options.horovod_compat = horovod_compat;
     }
     options.extra_env.emplace_back("PYTHONPATH", prepend_python_path(*shim, current));
   }

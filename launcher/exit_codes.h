@@ -5,8 +5,10 @@
 //   1        hvdrun itself failed: a service could not start, an agent could
 //            not be reached, refused the credentials or was lost
 //   2        usage error: bad flag, bad -H/--hostfile, bad tunable value, -np
-//            larger than the slots, missing command, a remote host without
-//            --secret-file, a --network-interface no host has; nothing started
+//            larger than the slots or the limits (common/job_limits.h),
+//            missing command, a remote host without --secret-file, an
+//            unusable secret or TLS file, a --network-interface no host has;
+//            nothing started
 //   124      the rendezvous timed out: a rank never called hvd.init() within
 //            --start-timeout seconds of the first rank's
 //   125      a worker stopped responding: no heartbeat for

@@ -19,6 +19,11 @@ constexpr char kLoopback[] = "127.0.0.1";
 constexpr std::chrono::milliseconds kReasonProbeTimeout{2'000};
 // Info waits for an agent in calls of at most this long.
 constexpr std::chrono::milliseconds kInfoSlice{1'000};
+// Between two slices, a call that does not wait says whether the channel
+// failed its TLS handshake (a wait-for-ready call only retries it until its
+// deadline); this many such answers in a row end the wait at once.
+constexpr std::chrono::milliseconds kHandshakeProbeTimeout{250};
+constexpr int kHandshakeFailuresToGiveUp = 2;
 constexpr std::chrono::milliseconds kServerShutdownGrace{1'000};
 
 // f(0) .. f(n-1), each on its own thread (n == 1: on this one).
@@ -32,6 +37,15 @@ void for_each_agent(size_t n, F f) {
   threads.reserve(n);
   for (size_t i = 0; i < n; ++i) threads.emplace_back([&f, i] { f(i); });
   for (auto& t : threads) t.join();
+}
+
+// A TLS mismatch (one side with TLS, the other without, or a certificate
+// the other side does not trust) shows as a failed handshake or, to a
+// plaintext client, as a closed connection.
+bool tls_like(const std::string& why) {
+  return why.find("Socket closed") != std::string::npos ||
+         why.find("handshake") != std::string::npos || why.find("SSL") != std::string::npos ||
+         why.find("certificate") != std::string::npos;
 }
 
 }  // namespace
@@ -115,19 +129,16 @@ common::Status HostAgents::describe_info_failure(size_t agent, const common::Sta
             "the agent on host " + target.host +
                 " refused the credentials (check --secret-file/TLS): " + status.message()};
   }
-  // A TLS mismatch (one side with TLS, the other without, or a certificate
-  // the other side does not trust) only shows as a closed connection here.
   const std::string& why = status.message();
-  const bool tls_like = why.find("Socket closed") != std::string::npos ||
-                        why.find("handshake") != std::string::npos ||
-                        why.find("SSL") != std::string::npos ||
-                        why.find("certificate") != std::string::npos;
-  return common::unavailable(
-      "cannot reach the agent on host " + target.host + " (" + target.address + ") within " +
-      std::to_string(timeout.count()) + " s: " + why +
-      (tls_like ? " (a TLS mismatch? check --tls-cert/--tls-key/--tls-ca on both sides; the "
-                  "agent's log names the reason)"
-                : ""));
+  if (tls_like(why)) {
+    return common::unavailable("cannot reach the agent on host " + target.host + " (" +
+                               target.address +
+                               "): a TLS mismatch? check --tls-cert/--tls-key/--tls-ca on both "
+                               "sides (the agent's log names the reason): " + why);
+  }
+  return common::unavailable("cannot reach the agent on host " + target.host + " (" +
+                             target.address + ") within " + std::to_string(timeout.count()) +
+                             " s: " + why);
 }
 
 common::Result<std::vector<hvd::v1::InfoReply>> HostAgents::info_all(
@@ -141,6 +152,7 @@ common::Result<std::vector<hvd::v1::InfoReply>> HostAgents::info_all(
       size(), common::Status(common::StatusCode::kCancelled, "not waited for"));
   for_each_agent(size(), [&](size_t i) {
     // Waits for the agent in slices, so that a signal to hvdrun is noticed.
+    int handshake_failures = 0;
     while (!failed && !signalled) {
       auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
       auto reply = clients_[i]->info(std::clamp(left, milliseconds(1), kInfoSlice),
@@ -148,6 +160,14 @@ common::Result<std::vector<hvd::v1::InfoReply>> HostAgents::info_all(
       if (reply.is_ok() || reply.status().code() != common::StatusCode::kTimeout) {
         if (!reply.is_ok()) failed = true;
         replies[i] = std::move(reply);
+        return;
+      }
+      auto probe = clients_[i]->info(kHandshakeProbeTimeout, /*wait_for_ready=*/false);
+      handshake_failures =
+          !probe.is_ok() && tls_like(probe.status().message()) ? handshake_failures + 1 : 0;
+      if (probe.is_ok() || handshake_failures == kHandshakeFailuresToGiveUp) {
+        if (!probe.is_ok()) failed = true;
+        replies[i] = std::move(probe);
         return;
       }
       if (Clock::now() >= deadline) {

@@ -11,6 +11,8 @@
 #include <map>
 #include <set>
 
+#include "common/job_limits.h"
+#include "common/printable.h"
 #include "daemon/child_process.h"
 #include "launcher/worker_env.h"
 
@@ -21,8 +23,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 std::string prefix(std::string_view script) {
-  return "--host-discovery-script " + std::string(script) + ": ";
+  return "--host-discovery-script " + common::printable(script) + ": ";
 }
+
+// What a script may print on stdout or stderr; more is an error, not memory.
+constexpr size_t kMaxOutputBytes = 16 << 20;
 
 // Reads both pipes until they close or the deadline passes.
 bool read_all(int out_fd, int err_fd, Clock::time_point deadline, std::string& out,
@@ -47,7 +52,10 @@ bool read_all(int out_fd, int err_fd, Clock::time_point deadline, std::string& o
       if ((fds[k].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
       ssize_t got = ::read(fds[k].fd, buf, sizeof(buf));
       if (got > 0) {
-        sinks[which[k]]->append(buf, static_cast<size_t>(got));
+        // Past the limit the rest is read and dropped, so that the script
+        // does not block on a full pipe (the caller sees the size).
+        std::string& sink = *sinks[which[k]];
+        if (sink.size() <= kMaxOutputBytes) sink.append(buf, static_cast<size_t>(got));
       } else if (got == 0 || (errno != EAGAIN && errno != EINTR)) {
         fds_open[which[k]] = -1;
       }
@@ -59,7 +67,7 @@ bool read_all(int out_fd, int err_fd, Clock::time_point deadline, std::string& o
 std::string last_line(const std::string& text) {
   std::string_view t = trim(text);
   size_t nl = t.rfind('\n');
-  return std::string(trim(nl == std::string_view::npos ? t : t.substr(nl + 1)));
+  return common::printable(trim(nl == std::string_view::npos ? t : t.substr(nl + 1)));
 }
 
 }  // namespace
@@ -79,16 +87,24 @@ common::Result<std::vector<HostSlots>> parse_discovery_output(std::string_view t
     ++line_no;
     std::string_view line = trim(raw);
     if (line.empty() || line.front() == '#') continue;
+    // `why` is escaped already where it quotes the line.
     auto bad = [&](const std::string& why) {
       return common::invalid_argument(prefix(script) + "line " + std::to_string(line_no) + " '" +
-                                      std::string(line) + "': " + why);
+                                      common::printable(line) + "': " + why);
     };
     if (line.find_first_of(" \t,") != std::string_view::npos) {
       return bad("expected one host or host:slots per line");
     }
     auto host = parse_host_token(line, default_slots);
     if (!host.is_ok()) return bad(host.status().message());
-    if (!seen.insert(host->host).second) return bad("host '" + host->host + "' is listed twice");
+    if (host->slots > common::kMaxWorkersPerHost) {  // the default: the token's own are checked
+      return bad("--slots-per-host " + std::to_string(host->slots) +
+                 " is more than one host runs (at most " +
+                 std::to_string(common::kMaxWorkersPerHost) + ")");
+    }
+    if (!seen.insert(host->host).second) {
+      return bad("host '" + common::printable(host->host) + "' is listed twice");
+    }
     hosts.push_back(std::move(host).value());
   }
   if (hosts.empty() && need_hosts) {
@@ -127,6 +143,10 @@ common::Result<std::vector<HostSlots>> run_host_discovery(const std::string& scr
                                         : "was killed by signal " + std::to_string(WTERMSIG(status));
     std::string said = last_line(err);
     return common::invalid_argument(prefix(script) + why + (said.empty() ? "" : ": " + said));
+  }
+  if (out.size() > kMaxOutputBytes) {
+    return common::invalid_argument(prefix(script) + "printed more than " +
+                                    std::to_string(kMaxOutputBytes >> 20) + " MiB");
   }
   return parse_discovery_output(out, default_slots, script, need_hosts);
 }

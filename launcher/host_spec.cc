@@ -2,9 +2,12 @@
 
 #include <cctype>
 #include <charconv>
-#include <fstream>
+#include <chrono>
 #include <set>
-#include <sstream>
+
+#include "common/input_file.h"
+#include "common/job_limits.h"
+#include "common/printable.h"
 
 namespace hvd::launcher {
 
@@ -14,7 +17,13 @@ namespace {
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-std::string quote(std::string_view s) { return "'" + std::string(s) + "'"; }
+// Quoted, with bytes outside printable ASCII as \xNN: the text comes from a
+// file or a script and goes to the terminal.
+std::string quote(std::string_view s) { return "'" + common::printable(s) + "'"; }
+
+// A hostfile is small; a pipe (--hostfile <(...)) must end within this long.
+constexpr size_t kMaxHostfileBytes = 16 << 20;
+constexpr std::chrono::seconds kHostfilePipeTimeout{30};
 
 // Letters, digits and . - _ for names; ':' and '%' (scope) for IPv6 addresses.
 bool valid_host_name(std::string_view host, bool ipv6) {
@@ -33,6 +42,11 @@ Result<int> parse_slot_count(std::string_view text, std::string_view token) {
   if (text.empty() || ec != std::errc() || ptr != text.data() + text.size() || n <= 0) {
     return invalid_argument("bad slot count " + quote(text) + " in " + quote(token) +
                             " (expected a whole number greater than 0)");
+  }
+  if (n > common::kMaxWorkersPerHost) {
+    return invalid_argument("slot count " + quote(text) + " in " + quote(token) +
+                            " is more than one host runs (at most " +
+                            std::to_string(common::kMaxWorkersPerHost) + ")");
   }
   return n;
 }
@@ -142,7 +156,8 @@ Result<std::vector<HostSlots>> parse_hostfile_text(std::string_view text,
     line = trim(line);
     if (line.empty()) continue;
 
-    const std::string where = std::string(file_name) + ":" + std::to_string(line_no) + ": ";
+    const std::string where =
+        common::printable(file_name) + ":" + std::to_string(line_no) + ": ";
     std::vector<std::string_view> words;
     size_t pos = 0;
     while (pos < line.size()) {
@@ -177,17 +192,26 @@ Result<std::vector<HostSlots>> parse_hostfile_text(std::string_view text,
     }
     hosts.push_back(std::move(host));
   }
-  if (hosts.empty()) return invalid_argument(std::string(file_name) + ": no hosts in the hostfile");
+  if (hosts.empty()) {
+    return invalid_argument(common::printable(file_name) + ": no hosts in the hostfile");
+  }
   return hosts;
 }
 
 Result<std::vector<HostSlots>> parse_hostfile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return invalid_argument("cannot read hostfile " + quote(path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (in.bad()) return invalid_argument("cannot read hostfile " + quote(path));
-  return parse_hostfile_text(text.str(), path);
+  common::InputRules rules;
+  rules.what = "hostfile";
+  rules.max_bytes = kMaxHostfileBytes;
+  rules.timeout = kHostfilePipeTimeout;
+  rules.allow_pipe = true;
+  auto text = common::read_input_file(path, rules);
+  if (!text.is_ok()) {
+    if (text.status().code() == common::StatusCode::kNotFound) {
+      return invalid_argument("cannot read hostfile " + quote(path));
+    }
+    return invalid_argument(text.status().message());
+  }
+  return parse_hostfile_text(*text, path);
 }
 
 std::string describe_hosts(const std::vector<HostSlots>& hosts) {

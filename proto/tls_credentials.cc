@@ -1,20 +1,24 @@
 #include "proto/tls_credentials.h"
 
-#include <fstream>
-#include <sstream>
+#include "common/input_file.h"
+#include "common/printable.h"
 
 namespace hvd::proto {
 
 namespace {
 
-common::Result<std::string> read_pem(const std::string& option, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return common::not_found("cannot read " + option + " file '" + path + "'");
-  std::ostringstream text;
-  text << in.rdbuf();
-  std::string pem = text.str();
-  if (pem.find("-----BEGIN ") == std::string::npos) {
-    return common::invalid_argument(option + " file '" + path + "' is not PEM");
+// A PEM file of `option`: a regular file (never a FIFO to wait on) of at
+// most 1 MiB; the private key (`private_key`) also of mode 0600/0400 and
+// owned by this user or root, like the agent secret (common/input_file.h).
+common::Result<std::string> read_pem(const std::string& option, const std::string& path,
+                                     bool private_key = false) {
+  common::InputRules rules;
+  rules.what = option + " file";
+  rules.private_file = private_key;
+  auto pem = common::read_input_file(path, rules);
+  if (!pem.is_ok()) return pem.status();
+  if (pem->find("-----BEGIN ") == std::string::npos) {
+    return common::invalid_argument(option + " file '" + common::printable(path) + "' is not PEM");
   }
   return pem;
 }
@@ -27,7 +31,7 @@ common::Result<Pems> read_all(const TlsFiles& files) {
   HVD_RETURN_IF_ERROR(check_tls_files(files));
   auto cert = read_pem("--tls-cert", files.cert);
   if (!cert.is_ok()) return cert.status();
-  auto key = read_pem("--tls-key", files.key);
+  auto key = read_pem("--tls-key", files.key, /*private_key=*/true);
   if (!key.is_ok()) return key.status();
   auto ca = read_pem("--tls-ca", files.ca);
   if (!ca.is_ok()) return ca.status();

@@ -23,7 +23,10 @@ struct TlsFiles {
 };
 
 // kInvalidArgument naming the option when only some of the three are given;
-// kNotFound naming the file when one cannot be read.
+// kNotFound naming the file when one cannot be read. Reading them (below):
+// kInvalidArgument for a file that is not a regular file or not PEM, and for
+// a --tls-key that others can read or another user owns (as for the agent
+// secret, common/secret_file.h).
 common::Status check_tls_files(const TlsFiles& files);
 
 // Insecure credentials when !files.enabled().

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/secret_file.h"
+#include "tests/unit/support/untrusted_input.h"
 
 using hvd::common::read_secret_file;
 using hvd::common::StatusCode;
@@ -108,7 +109,8 @@ TEST_CASE("read_secret_file refuses missing files, directories and short secrets
     CHECK_THAT(status.message(), Catch::Contains("64 KiB"));
   }
   SECTION("exactly the minimum is enough") {
-    const std::string sixteen(hvd::common::kMinSecretBytes, 'k');
+    const std::string sixteen = "0123456789abcdef";
+    REQUIRE(sixteen.size() == hvd::common::kMinSecretBytes);
     auto secret = read_secret_file(dir.file("sixteen", sixteen, 0600));
     REQUIRE(secret.is_ok());
     CHECK(*secret == sixteen);
@@ -127,4 +129,51 @@ TEST_CASE("read_secret_file follows a symlink to a private file but checks the t
   auto secret = read_secret_file(link);
   REQUIRE(secret.is_ok());
   CHECK(*secret == kSecret);
+}
+
+// Issue 21: a FIFO must not hang the reader (it blocked in open() waiting
+// for a writer, with hvdrun's and hvd-agent's stop signals blocked).
+TEST_CASE("read_secret_file refuses a FIFO at once instead of waiting for a writer") {
+  TempDir dir;
+  const std::string fifo = dir.path + "/fifo";
+  auto result = hvd::test::read_fifo_within_3s(fifo, [&] { return read_secret_file(fifo); });
+  REQUIRE_FALSE(result.is_ok());
+  CHECK(result.status().code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(result.status().message(), Catch::Contains("not a regular file"));
+}
+
+TEST_CASE("read_secret_file refuses weak secrets: blanks and few distinct bytes") {
+  TempDir dir;
+  // 15 blanks and "x": 16 bytes, but 1 that is not blank.
+  auto padded = error_of(dir.file("padded", std::string(15, ' ') + "x", 0600),
+                         std::string(15, ' ') + "x");
+  CHECK(padded.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(padded.message(), Catch::Contains("not blank"));
+  // Blanks inside count as nothing either.
+  auto spaced = error_of(dir.file("spaced", "a b c d e f g h i j k l m n o", 0600), "a b c");
+  CHECK_THAT(spaced.message(), Catch::Contains("not blank"));
+  // Long but the same few bytes again and again.
+  auto repeated = error_of(dir.file("repeated", std::string(40, 'a'), 0600), "aaaa");
+  CHECK_THAT(repeated.message(), Catch::Contains("different"));
+  auto cycle = error_of(dir.file("cycle", "abababababababababab", 0600), "abab");
+  CHECK_THAT(cycle.message(), Catch::Contains("different"));
+  // What the docs suggest passes: 32 random bytes as base64 or hex.
+  auto good = read_secret_file(dir.file("good", "q8Jx0lA3vV9mZb1r2T6yWcP4sN7kE5dH\n", 0600));
+  CHECK(good.is_ok());
+}
+
+TEST_CASE("read_secret_file refuses a secret file owned by another user") {
+  if (::geteuid() != 0) {
+    WARN("not root: cannot make a file owned by another user; skipped");
+    return;
+  }
+  TempDir dir;
+  const std::string path = dir.file("foreign", kSecret, 0600);
+  REQUIRE(::chown(path.c_str(), 65534, 65534) == 0);
+  auto status = error_of(path);
+  CHECK(status.code() == StatusCode::kInvalidArgument);
+  CHECK_THAT(status.message(), Catch::Contains("owned by uid 65534"));
+  // Owned by root (here: this user) is fine.
+  REQUIRE(::chown(path.c_str(), 0, 0) == 0);
+  CHECK(read_secret_file(path).is_ok());
 }

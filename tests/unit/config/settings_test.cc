@@ -6,6 +6,7 @@
 
 #include "config/settings.h"
 #include "tests/unit/support/temp_file.h"
+#include "tests/unit/support/untrusted_input.h"
 
 using namespace hvd::config;
 
@@ -104,4 +105,26 @@ TEST_CASE("booleans take the usual words and are kept as true/false") {
   CHECK(settings.set("autotune", "2", "HOROVOD_AUTOTUNE").message() ==
         "HOROVOD_AUTOTUNE: '2' is not a boolean (true/false, 1/0, yes/no, on/off)");
   CHECK_FALSE(settings.set("autotune", "", "x").is_ok());
+}
+
+// Issue 21: the last of two equal keys won silently.
+TEST_CASE("a config file that gives a key twice is refused naming the key and both lines") {
+  Settings settings;
+  const std::string path =
+      hvd::test::write_temp_file("start_timeout: 40\nlog_level: info\nstart_timeout: 50\n");
+  auto s = settings.apply_config_file(path);
+  REQUIRE_FALSE(s.is_ok());
+  CHECK(s.code() == hvd::common::StatusCode::kInvalidArgument);
+  CHECK_THAT(s.message(), Catch::Contains(path) && Catch::Contains("'start_timeout'") &&
+                              Catch::Contains("line 3") && Catch::Contains("line 1"));
+  CHECK(settings.get("start_timeout") == "30");  // nothing of the file applied
+}
+
+// Issue 21: bytes from a file are escaped in messages, never echoed raw.
+TEST_CASE("control and non-ASCII bytes in a bad value are escaped in the message") {
+  Settings settings;
+  auto s = settings.set("start_timeout", std::string("1\x1b[2J\xff", 6), "--start-timeout");
+  REQUIRE_FALSE(s.is_ok());
+  CHECK_THAT(s.message(), Catch::Contains("'1\\x1b[2J\\xff'"));
+  CHECK(hvd::test::printable_ascii(s.message()));
 }

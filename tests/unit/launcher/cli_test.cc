@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -273,4 +274,70 @@ TEST_CASE("horovodrun's flags: the same meaning, ignored with a note, or refused
   CliOutcome cb = parse_command_line({"-cb"}, fake_getenv);
   REQUIRE(std::holds_alternative<CliExit>(cb));
   CHECK_THAT(std::get<CliExit>(cb).out, Catch::Contains("Available transports"));
+}
+
+// Issue 21: sizes no job can have are refused while parsing, before any
+// per-rank data exists (-np 1000000 used to grow hvdrun to 22 GB).
+TEST_CASE("job sizes beyond the limits are refused at once, naming the limit") {
+  g_env.clear();
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THAT(parse_error({"-np", "1000000", "prog"}),
+             Catch::Contains("-np 1000000") && Catch::Contains("65536"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
+  // One host (the implied localhost) runs at most 4096 workers.
+  CHECK_THAT(parse_error({"-np", "5000", "prog"}),
+             Catch::Contains("-np 5000") && Catch::Contains("4096") && Catch::Contains("-H"));
+  CHECK(parse_ok({"-np", "4096", "prog"}).np == 4096);
+  // Huge slot counts and --max-np.
+  CHECK_THAT(parse_error({"-H", "a:2147483647", "prog"}),
+             Catch::Contains("'2147483647'") && Catch::Contains("4096"));
+  CHECK_THAT(parse_error({"-np", "2", "--max-np", "1000000", "-H", "a:2", "prog"}),
+             Catch::Contains("--max-np 1000000") && Catch::Contains("65536"));
+  // Every slot of many hosts, no -np: more than a job may have.
+  std::string many;
+  for (int i = 0; i < 17; ++i) many += (many.empty() ? "" : ",") + std::string("h") +
+                                       std::to_string(i) + ":4096";
+  CHECK_THAT(parse_error({"-H", many, "prog"}), Catch::Contains("65536"));
+}
+
+// Issue 21: --cpu-transport foo was accepted and every worker then failed in
+// hvd_init(); settings with a closed set of values are checked by hvdrun.
+TEST_CASE("transport settings are checked against the transports hvd knows") {
+  g_env.clear();
+  std::string cpu = parse_error({"-np", "1", "--cpu-transport", "foo", "prog"});
+  CHECK_THAT(cpu, Catch::Contains("--cpu-transport") && Catch::Contains("'foo'") &&
+                      Catch::Contains("gloo") && Catch::Contains("shm"));
+  CHECK_THAT(parse_error({"-np", "1", "--gpu-transport", "shm", "prog"}),
+             Catch::Contains("--gpu-transport") && Catch::Contains("'shm'"));
+  CHECK_THAT(parse_error({"-np", "1", "--gpu-staging-plugin", "gloo", "prog"}),
+             Catch::Contains("--gpu-staging-plugin") && Catch::Contains("'gloo'"));
+  g_env = {{"HVD_CPU_TRANSPORT", "tcp"}};
+  CHECK_THAT(parse_error({"-np", "1", "prog"}),
+             Catch::Contains("HVD_CPU_TRANSPORT") && Catch::Contains("'tcp'"));
+  g_env.clear();
+  std::string config = hvd::test::write_temp_file("gpu_transport: bogus\n");
+  CHECK_THAT(parse_error({"-np", "1", "--config-file", config, "prog"}),
+             Catch::Contains(config) && Catch::Contains("'bogus'"));
+  std::remove(config.c_str());
+  // The known names pass, and so does a plugin that transport_plugins declares.
+  for (const char* name : {"auto", "gloo", "shm", "hierarchical"}) {
+    CHECK(parse_ok({"-np", "1", "--cpu-transport", name, "prog"}).settings.get("cpu_transport") ==
+          name);
+  }
+  for (const char* name : {"auto", "gloo", "nccl"}) {
+    CHECK(parse_ok({"-np", "1", "--gpu-transport", name, "prog"}).settings.get("gpu_transport") ==
+          name);
+  }
+  CHECK(parse_ok({"-np", "1", "--transport-plugins", "mytcp:cpu:libmytcp.so", "--cpu-transport",
+                  "mytcp", "prog"})
+            .settings.get("cpu_transport") == "mytcp");
+  CHECK_THAT(parse_error({"-np", "1", "--transport-plugins", "mycuda:cuda:libmycuda.so",
+                          "--cpu-transport", "mycuda", "prog"}),
+             Catch::Contains("'mycuda'"));
+  // A -x of a setting's variable is what the workers read: checked as well.
+  CHECK_THAT(parse_error({"-np", "1", "-x", "HVD_CPU_TRANSPORT=foo", "prog"}),
+             Catch::Contains("-x HVD_CPU_TRANSPORT") && Catch::Contains("'foo'"));
+  CHECK_THAT(parse_error({"-np", "1", "-x", "HOROVOD_START_TIMEOUT=soon", "prog"}),
+             Catch::Contains("-x HOROVOD_START_TIMEOUT") && Catch::Contains("'soon'"));
+  CHECK(parse_ok({"-np", "1", "-x", "HVD_CPU_TRANSPORT=shm", "prog"}).extra_env.size() == 1);
 }

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "tests/unit/support/temp_file.h"
+#include "tests/unit/support/untrusted_input.h"
 
 namespace hvd::launcher {
 
@@ -63,6 +64,33 @@ TEST_CASE("host discovery: runs the script with a deadline", "[discovery]") {
   CHECK(missing.status().code() == common::StatusCode::kInvalidArgument);
   CHECK_THAT(missing.status().message(),
              Catch::StartsWith("--host-discovery-script /nonexistent/discover.sh: "));
+}
+
+using hvd::test::printable_ascii;
+
+// Issue 21: what a script prints is escaped (\xNN) in the error line, its
+// stderr too; a default slot count above one agent's limit is refused.
+TEST_CASE("host discovery: binary output is escaped in errors", "[discovery]") {
+  auto bad = parse_discovery_output(std::string("h1\n\x1b]0;owned\x07h2:x\xff\n"), 1, "d.sh");
+  REQUIRE_FALSE(bad.is_ok());
+  CHECK(printable_ascii(bad.status().message()));
+  CHECK_THAT(bad.status().message(),
+             Catch::Contains("line 2 '\\x1b]0;owned\\x07h2:x\\xff'"));
+
+  const std::string noisy = script("printf 'no\\033[2Jway\\n' >&2; exit 4");
+  auto failed = run_host_discovery(noisy, 1, 5000ms);
+  REQUIRE_FALSE(failed.is_ok());
+  CHECK(printable_ascii(failed.status().message()));
+  CHECK_THAT(failed.status().message(), Catch::EndsWith(": no\\x1b[2Jway"));
+}
+
+TEST_CASE("host discovery: slots above one agent's limit are refused", "[discovery]") {
+  auto explicit_slots = parse_discovery_output("h1:5000\n", 1, "d.sh");
+  CHECK_THAT(explicit_slots.status().message(),
+             Catch::Contains("line 1 'h1:5000'") && Catch::Contains("4096"));
+  auto default_slots = parse_discovery_output("h1\n", 100000, "d.sh");
+  CHECK_THAT(default_slots.status().message(),
+             Catch::Contains("--slots-per-host 100000") && Catch::Contains("4096"));
 }
 
 }  // namespace hvd::launcher

@@ -7,6 +7,8 @@
 #include <fstream>
 #include <string>
 
+#include "tests/unit/support/untrusted_input.h"
+
 using namespace hvd::launcher;
 
 namespace {
@@ -128,4 +130,32 @@ TEST_CASE("hostfile: read from disk and a missing file is named") {
   CHECK_THAT(error_of(parse_hostfile(path)), Catch::StartsWith(std::string(path) + ":1: "));
   std::remove(path);
   CHECK_THAT(error_of(parse_hostfile(path)), Catch::Contains(path));
+}
+
+using hvd::test::printable_ascii;
+
+// Issue 21: a host that asks for more workers than one agent starts (4096)
+// is refused when parsed, before any per-rank data is built.
+TEST_CASE("host list and hostfile: a slot count above one agent's limit is refused") {
+  std::string list = error_of(parse_host_list("a:2,b:1000000"));
+  CHECK_THAT(list, Catch::Contains("'1000000'") && Catch::Contains("4096"));
+  CHECK(parse_host_list("a:4096").is_ok());
+  CHECK_THAT(error_of(parse_host_list("a:4097")), Catch::Contains("4096"));
+  std::string file = error_of(parse_hostfile_text("a slots=2\nb slots=99999999\n", "hf"));
+  CHECK_THAT(file, Catch::StartsWith("hf:2: ") && Catch::Contains("'99999999'") &&
+                       Catch::Contains("4096"));
+}
+
+// Issue 21: bytes of a hostfile are escaped (\xNN) in the error line, never
+// written raw to the terminal.
+TEST_CASE("hostfile and host list: control and non-ASCII bytes are escaped in errors") {
+  std::string file = error_of(parse_hostfile_text(std::string("a\x1b[31m\x01\xfe slots=1\n"), "hf"));
+  CHECK(printable_ascii(file));
+  CHECK_THAT(file, Catch::Contains("a\\x1b[31m\\x01\\xfe"));
+  std::string slots = error_of(parse_hostfile_text(std::string("a slots=\x07\n"), "hf"));
+  CHECK(printable_ascii(slots));
+  CHECK_THAT(slots, Catch::Contains("\\x07"));
+  std::string list = error_of(parse_host_list(std::string("h\x7f:1")));
+  CHECK(printable_ascii(list));
+  CHECK_THAT(list, Catch::Contains("h\\x7f"));
 }

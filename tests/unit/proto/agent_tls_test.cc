@@ -2,8 +2,11 @@
 // credentials of proto/tls_credentials.h, and clients with and without
 // certificates. The certificates are made with openssl at test time.
 #include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
 
 #include "daemon/agent_service.h"
 #include "daemon/grpc_server.h"
@@ -11,6 +14,7 @@
 #include "proto/agent_auth.h"
 #include "proto/tls_credentials.h"
 #include "test_certs.h"
+#include "tests/unit/support/untrusted_input.h"
 
 using namespace std::chrono_literals;
 using hvd::daemon::AgentOptions;
@@ -65,12 +69,8 @@ std::shared_ptr<grpc::ChannelCredentials> client_tls(const TlsFiles& files) {
 }  // namespace
 
 TEST_CASE("Agent over mutual TLS serves clients with a certificate and the secret only") {
-  std::string why;
-  const TestCerts* certs = hvd::proto::test::shared_test_certs(&why);
-  if (!certs) {
-    WARN("skipped: " << why);
-    return;
-  }
+  const auto* certs = hvd::proto::test::shared_test_certs_or_warn();
+  if (!certs) return;
   TlsAgent agent(*certs);
   const std::string address = agent.server->address();
   const auto with_cert = client_tls({certs->client_cert, certs->client_key, certs->ca});
@@ -139,12 +139,8 @@ TEST_CASE("Agent over mutual TLS serves clients with a certificate and the secre
 }
 
 TEST_CASE("TLS credentials need all three files, each readable PEM") {
-  std::string why;
-  const TestCerts* certs = hvd::proto::test::shared_test_certs(&why);
-  if (!certs) {
-    WARN("skipped: " << why);
-    return;
-  }
+  const auto* certs = hvd::proto::test::shared_test_certs_or_warn();
+  if (!certs) return;
   auto partial = hvd::proto::server_credentials(TlsFiles{certs->server_cert, "", certs->ca});
   REQUIRE_FALSE(partial.is_ok());
   CHECK_THAT(partial.status().message(), Catch::Contains("--tls-key"));
@@ -152,8 +148,56 @@ TEST_CASE("TLS credentials need all three files, each readable PEM") {
       TlsFiles{certs->server_cert, certs->dir + "/absent.key", certs->ca});
   REQUIRE_FALSE(missing.is_ok());
   CHECK_THAT(missing.status().message(), Catch::Contains("absent.key"));
-  auto not_pem = hvd::proto::server_credentials(
-      TlsFiles{certs->server_cert, certs->dir + "/server.ext", certs->ca});
+  const std::string text_key = certs->dir + "/not-pem.key";
+  std::ofstream(text_key) << "subjectAltName=IP:127.0.0.1\n";
+  REQUIRE(::chmod(text_key.c_str(), 0600) == 0);
+  auto not_pem =
+      hvd::proto::server_credentials(TlsFiles{certs->server_cert, text_key, certs->ca});
   REQUIRE_FALSE(not_pem.is_ok());
   CHECK_THAT(not_pem.status().message(), Catch::Contains("not PEM"));
+}
+
+namespace {
+
+// A copy of `from` at `to` with `mode`.
+void copy_with_mode(const std::string& from, const std::string& to, mode_t mode) {
+  std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
+  REQUIRE(::chmod(to.c_str(), mode) == 0);
+}
+
+}  // namespace
+
+// Issue 21: a private key others can read was accepted; it is refused like a
+// secret file, on both sides.
+TEST_CASE("a TLS private key that others can read is refused, naming the file and its mode") {
+  const auto* certs = hvd::proto::test::shared_test_certs_or_warn();
+  if (!certs) return;
+  const std::string open_key = certs->dir + "/open.key";
+  copy_with_mode(certs->server_key, open_key, 0644);
+  auto server = hvd::proto::server_credentials(TlsFiles{certs->server_cert, open_key, certs->ca});
+  REQUIRE_FALSE(server.is_ok());
+  CHECK(server.status().code() == hvd::common::StatusCode::kInvalidArgument);
+  CHECK_THAT(server.status().message(), Catch::Contains("--tls-key") &&
+                                            Catch::Contains(open_key) &&
+                                            Catch::Contains("mode 0644"));
+  CHECK_THAT(server.status().message(), !Catch::Contains("PRIVATE KEY"));
+  auto client = hvd::proto::channel_credentials(TlsFiles{certs->client_cert, open_key, certs->ca});
+  REQUIRE_FALSE(client.is_ok());
+  CHECK_THAT(client.status().message(), Catch::Contains("mode 0644"));
+  // Certificates and CA bundles are public: 0644 is fine for them.
+  CHECK(hvd::proto::server_credentials(TlsFiles{certs->server_cert, certs->server_key, certs->ca})
+            .is_ok());
+}
+
+// Issue 21: like the secret, a FIFO given as a TLS file must not hang.
+TEST_CASE("a FIFO given as a TLS file is refused at once") {
+  const auto* certs = hvd::proto::test::shared_test_certs_or_warn();
+  if (!certs) return;
+  const std::string fifo = certs->dir + "/fifo.pem";
+  auto result = hvd::test::read_fifo_within_3s(fifo, [&] {
+    return hvd::proto::server_credentials(TlsFiles{fifo, certs->server_key, certs->ca});
+  });
+  REQUIRE_FALSE(result.is_ok());
+  CHECK_THAT(result.status().message(),
+             Catch::Contains("--tls-cert") && Catch::Contains("not a regular file"));
 }

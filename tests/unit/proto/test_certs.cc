@@ -2,6 +2,7 @@
 
 #include <stdlib.h>
 
+#include <catch2/catch.hpp>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -82,6 +83,13 @@ const TestCerts* shared_test_certs(std::string* why) {
   static Shared shared;
   *why = shared.reason;
   return shared.certs ? &*shared.certs : nullptr;
+}
+
+const TestCerts* shared_test_certs_or_warn() {
+  std::string why;
+  const TestCerts* certs = shared_test_certs(&why);
+  if (!certs) WARN("skipped: " << why);
+  return certs;
 }
 
 void remove_test_certs(const TestCerts& certs) {

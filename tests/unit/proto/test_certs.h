@@ -23,6 +23,10 @@ std::optional<TestCerts> make_test_certs(std::string* why);
 // it cannot be made.
 const TestCerts* shared_test_certs(std::string* why);
 
+// shared_test_certs(), or nullptr after a Catch2 WARN saying why: the test
+// then returns (skipped) with `if (!certs) return;`.
+const TestCerts* shared_test_certs_or_warn();
+
 // Removes the directory of the certificates.
 void remove_test_certs(const TestCerts& certs);
 
