@@ -29,7 +29,7 @@ constexpr Compat kIgnored[] = {
     {"--disable-cache", "", "hvd keeps no cache of host checks between runs"},
     {"--log-without-timestamp", "", "hvd's log lines keep their timestamps"},
     {"--log-hide-timestamp", "", "hvd's log lines keep their timestamps"},
-    {"--timeline-mark-cycles", "", "hvd's timeline has no cycle marks"},
+    {"--timeline-mark-cycles", "", "hvd's timeline always marks cycles"},
     {"--hierarchical-allgather", "", "hvd's allgather is flat"},
     {"--no-hierarchical-allgather", "", "hvd's allgather is flat"},
     {"--num-nccl-streams", "N", "hvd runs NCCL on one communication stream per device"},

@@ -340,8 +340,11 @@ void SetEngine::fail_transport(const char* what, const Status& status, CyclePlan
     fail_everything(aborted, plan);
     return;
   }
-  spdlog::error("{}: {} failed, failing every op: {}", set_name(options_.process_set_id), what,
-                status.message());
+  // With on_transport_failure the runtime aborts and says why at warning
+  // level (one line per recovery); without it this is the report.
+  spdlog::log(options_.on_transport_failure ? spdlog::level::info : spdlog::level::err,
+              "{}: {} failed, failing every op: {}", set_name(options_.process_set_id), what,
+              status.message());
   // First: the other sets' blocked calls end now, not at their timeout.
   if (options_.on_transport_failure) options_.on_transport_failure(status);
   fail_everything(status, plan);
