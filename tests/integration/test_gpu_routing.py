@@ -83,12 +83,12 @@ def test_auto_does_not_fall_back_silently(hvdrun):
     assert "device op refused: HVD_GPU_TRANSPORT=auto cannot run here: nccl: " in r.stdout
 
 
-def test_a_bad_gpu_transport_fails_init_naming_it(hvdrun):
+def test_a_bad_gpu_transport_is_refused_naming_it(hvdrun):
+    # hvdrun checks it before launching (launcher/worker_settings.h): exit 2.
     r = job(hvdrun, 1, ["routed", str(PLUGIN)], HVD_GPU_TRANSPORT="bogus")
-    assert r.returncode != 0
-    out = r.stdout + r.stderr
-    assert ("HVD_GPU_TRANSPORT (gpu_transport) 'bogus' is not a transport for CUDA tensors; "
-            "choose one of: auto, gloo, nccl") in out, out
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert ("hvdrun: error: HVD_GPU_TRANSPORT: 'bogus' is not a transport for CUDA tensors; "
+            "choose one of: auto, gloo, nccl") in r.stderr, r.stderr
 
 
 # Hierarchical allreduce (HVD_HIERARCHICAL_ALLREDUCE; two "hosts" on this
