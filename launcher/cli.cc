@@ -162,6 +162,7 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
   std::string config_file;
   bool verbose = false;
   bool horovod_compat = false;
+  bool prefix_timestamp = false;
   bool check_build = false;
   std::vector<std::string> env_args;
 
@@ -177,6 +178,8 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
   app.add_option("--output-filename", output_dir,
                  "Also write each rank's output to DIR/rank.N/stdout and DIR/rank.N/stderr")
       ->type_name("DIR");
+  app.add_flag("--prefix-output-with-timestamp", prefix_timestamp,
+               "Start each output line with the time hvdrun got it (as horovodrun)");
   app.add_flag("--verbose", verbose, "Print the rank plan and the rendezvous address");
   app.add_flag("--check-build", check_build,
                "Print hvd's version, transports (with whether they can run here), plugins and "
@@ -426,6 +429,7 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
     return usage_error(s.message());
   }
   options.horovod_compat = horovod_compat;
+  options.prefix_timestamp = prefix_timestamp;
   if (horovod_compat) {
     auto shim = find_horovod_shim();
     if (!shim.is_ok()) return usage_error(shim.status().message());

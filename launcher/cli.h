@@ -24,6 +24,7 @@ struct LaunchOptions {
   std::vector<HostSlots> hosts;  // from -H or --hostfile; localhost:np when neither
   std::string output_dir;        // --output-filename; empty: no per-rank logs
   bool verbose = false;
+  bool prefix_timestamp = false;  // --prefix-output-with-timestamp
   bool horovod_compat = false;  // --horovod-compat: `import horovod` is hvd's Horovod API
   std::vector<std::pair<std::string, std::string>> extra_env;  // -x, in order
   config::Settings settings;  // default < config file < environment < flags

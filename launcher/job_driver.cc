@@ -60,6 +60,7 @@ JobDriver::JobDriver(const LaunchOptions& options, std::vector<RankSlot> plan,
       hints_(options.horovod_compat),
       exited_(std::max<size_t>(plan_.size(), static_cast<size_t>(options.elastic.max_np)), true),
       joined_once_(plan_.size(), false) {
+  sink_.set_timestamps(options.prefix_timestamp);
   // Elastic jobs have slots up to --max-np; only the first -np start now.
   std::fill(exited_.begin(), exited_.begin() + static_cast<std::ptrdiff_t>(plan_.size()), false);
 }

@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 
 namespace hvd::launcher {
@@ -47,6 +48,14 @@ common::Status OutputSink::open_log_dir(const std::string& dir, int np) {
 
 void OutputSink::write(int rank, bool is_stderr, std::string_view line) {
   std::string prefix = "[" + std::to_string(rank) + "]" + (is_stderr ? "<stderr>:" : "<stdout>:");
+  if (timestamps_) {
+    const std::time_t now = std::time(nullptr);
+    std::tm local{};
+    localtime_r(&now, &local);
+    char stamp[64];
+    const size_t n = std::strftime(stamp, sizeof(stamp), "%a %b %d %H:%M:%S %Y", &local);
+    prefix.insert(0, stamp, n);
+  }
   write_line(is_stderr ? err_ : out_, prefix, line);
   auto it = files_.find(rank);
   if (it != files_.end()) write_line(is_stderr ? it->second.err : it->second.out, "", line);

@@ -23,6 +23,11 @@ class OutputSink {
   // Creates DIR/rank.N/ for ranks 0..np-1 and opens (truncates) their files.
   common::Status open_log_dir(const std::string& dir, int np);
 
+  // With timestamps, each line printed starts with the local time hvdrun got
+  // it, as horovodrun's --prefix-output-with-timestamp: "Thu Nov 26
+  // 16:01:36 2026[0]<stdout>:..." (not in the --output-filename files).
+  void set_timestamps(bool on) { timestamps_ = on; }
+
   void write(int rank, bool is_stderr, std::string_view line);
 
   // Flushes and closes the per-rank files.
@@ -36,6 +41,7 @@ class OutputSink {
   std::FILE* out_;
   std::FILE* err_;
   std::map<int, RankFiles> files_;
+  bool timestamps_ = false;
 };
 
 }  // namespace hvd::launcher

@@ -44,6 +44,13 @@ common::Status check_transports(const config::Settings& settings) {
   }
   const auto registry = transports::plugin::registry_with_plugins(plugins.value());
   const std::vector<std::string> cuda = registry.names(DeviceKind::kCuda);
+  if (const std::string& cpu = settings.get("cpu_transport");
+      std::find(cuda.begin(), cuda.end(), cpu) != cuda.end()) {
+    return common::invalid_argument(std::string(settings.source_of("cpu_transport")) +
+                                    ": transport '" + cpu +
+                                    "' is for cuda tensors, not cpu tensors (CUDA tensors go to "
+                                    "the gpu_transport setting)");
+  }
   HVD_RETURN_IF_ERROR(
       one_of(settings, "cpu_transport", "a CPU transport", registry.names(DeviceKind::kCpu)));
   // "gloo" for CUDA tensors: staged through host memory (docs/gpu.md).

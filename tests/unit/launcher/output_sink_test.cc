@@ -65,3 +65,26 @@ TEST_CASE("a log directory that cannot be created is reported") {
              Catch::Contains("--output-filename") && Catch::Contains("/proc/hvd-cannot-create"));
   std::fclose(out);
 }
+
+TEST_CASE("--prefix-output-with-timestamp: each printed line starts with the time") {
+  std::FILE* out = std::tmpfile();
+  std::FILE* err = std::tmpfile();
+  REQUIRE(out != nullptr);
+  REQUIRE(err != nullptr);
+  {
+    OutputSink sink(out, err);
+    sink.set_timestamps(true);
+    sink.write(1, false, "hello");
+  }
+  const std::string text = read_all(out);
+  // "Thu Nov 26 16:01:36 2026[1]<stdout>:hello\n"
+  const size_t at = text.find("[1]<stdout>:hello\n");
+  REQUIRE(at != std::string::npos);
+  CHECK(at == 24);
+  CHECK(text[3] == ' ');
+  CHECK(text[13] == ':');
+  CHECK(text[16] == ':');
+  CHECK(read_all(err).empty());
+  std::fclose(out);
+  std::fclose(err);
+}
