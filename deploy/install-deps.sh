@@ -12,6 +12,7 @@ packages=(
   python3 python3-numpy python3-pytest python3-torch python3-torchvision python3-yaml
   python3-pip python3-venv python3-setuptools python3-wheel
   python3-matplotlib
+  slurm-wlm munge
 )
 
 missing=()

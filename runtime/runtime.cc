@@ -11,6 +11,7 @@
 
 #include "common/logging.h"
 #include "common/round_keys.h"
+#include "runtime/discovery/slurm_node_address.h"
 #include "runtime/engine/agreement.h"
 #include "transports/plugin/known_plugins.h"
 
@@ -50,7 +51,7 @@ Runtime::~Runtime() {
 
 Result<std::unique_ptr<Runtime>> Runtime::init(const EnvLookup& lookup, int64_t first_handle,
                                                int64_t generation) {
-  auto world = read_world(lookup);
+  auto world = read_world(lookup, query_slurm_node_addr);
   if (!world.is_ok()) return world.status();
   config::Settings settings;
   HVD_RETURN_IF_ERROR(settings.apply_environment(lookup));

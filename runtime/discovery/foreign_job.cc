@@ -6,6 +6,7 @@
 
 #include "common/logging.h"
 #include "common/worker_env.h"
+#include "runtime/discovery/launcher_env.h"
 #include "runtime/discovery/local_address.h"
 
 namespace hvd::runtime {
@@ -24,17 +25,41 @@ long long seconds_of(milliseconds d) {
   return static_cast<long long>(std::chrono::duration_cast<std::chrono::seconds>(d).count());
 }
 
+std::string host_and_origin(const WorldInfo& world) {
+  std::string text = "'" + world.rendezvous_host + "'";
+  if (!world.rendezvous_origin.empty()) text += " (" + world.rendezvous_origin + ")";
+  return text;
+}
+
+// The rendezvous host must resolve on every rank (rank 0 reaches its own
+// service through it, too).
+common::Status check_resolves(const WorldInfo& world) {
+  auto problem = resolve_problem(world.rendezvous_host);
+  if (!problem) return common::Status::ok();
+  const std::string which = host_and_origin(world) + ", which does not resolve on this host (" +
+                            *problem + "): set " + kRendezvousHostVar;
+  if (world.rank == 0) {
+    return common::unavailable(
+        "this rank (rank 0) hosts the job's rendezvous, and every rank reaches it at " + which +
+        " to an address of this host that every rank can reach, the same for every rank");
+  }
+  return common::unavailable("rank 0 hosts the job's rendezvous at " + which +
+                             " to the address of rank 0's host, the same for every rank");
+}
+
 }  // namespace
 
 ForeignJob::ForeignJob(const WorldInfo& world, std::unique_ptr<RendezvousHost> host)
     : launcher_(world.launcher),
       address_(world.rendezvous_addr),
+      host_origin_(host_and_origin(world)),
       token_(world.job_token),
       host_(std::move(host)) {}
 
 ForeignJob::~ForeignJob() = default;
 
 common::Result<std::unique_ptr<ForeignJob>> ForeignJob::start(const WorldInfo& world) {
+  HVD_RETURN_IF_ERROR(check_resolves(world));
   std::unique_ptr<RendezvousHost> host;
   if (world.rank == 0) {
     const bool loopback =
@@ -59,11 +84,18 @@ common::Result<milliseconds> ForeignJob::reach(RendezvousClient& client,
                                                milliseconds timeout) const {
   const auto begin = Clock::now();
   if (!client.wait_connected(timeout)) {
+    const std::string within = " within " + std::to_string(seconds_of(timeout)) +
+                               " s (HVD_START_TIMEOUT)";
+    if (host_) {
+      return common::timeout_error(
+          "this rank (rank 0) hosts the job's rendezvous but could not reach it at " + address_ +
+          within + ": is " + host_origin_ + " an address of this host? Set " +
+          kRendezvousHostVar + " to one that every rank can reach, the same for every rank");
+    }
     return common::timeout_error(
-        "the job's rendezvous at " + address_ + " did not answer within " +
-        std::to_string(seconds_of(timeout)) + " s (HVD_START_TIMEOUT): rank 0 hosts it when " +
-        launcher_ + " starts the job; did rank 0 start and call hvd.init(), and can this host "
-        "reach " + address_ + "?");
+        "the job's rendezvous at " + address_ + " did not answer" + within + ": rank 0 hosts it "
+        "when " + launcher_ + " starts the job, at " + host_origin_ + "; did rank 0 start and "
+        "call hvd.init(), and can this host reach " + address_ + "?");
   }
   auto left = timeout - std::chrono::duration_cast<milliseconds>(Clock::now() - begin);
   return std::max(left, milliseconds(1000));

@@ -30,12 +30,15 @@ class ForeignJob {
 
   // Rank 0: starts the service (bound to 127.0.0.1 when every rank is on
   // this host and the rendezvous host is a loopback name, else 0.0.0.0;
-  // ::1 and :: for an IPv6 literal).
+  // ::1 and :: for an IPv6 literal). Every rank first checks that the
+  // rendezvous host resolves: kUnavailable at once, worded for rank 0 or for
+  // the others, when it does not.
   static common::Result<std::unique_ptr<ForeignJob>> start(const WorldInfo& world);
   ~ForeignJob();  // closes rank 0's service at once
 
   // Waits until the service answers; returns what is left of `timeout`.
-  // kTimeout naming the address and rank 0 when it does not.
+  // kTimeout naming the address when it does not: rank 0 is asked whether
+  // the address is its own, the others whether rank 0 started.
   common::Result<std::chrono::milliseconds> reach(RendezvousClient& client,
                                                   std::chrono::milliseconds timeout) const;
 
@@ -50,6 +53,7 @@ class ForeignJob {
 
   std::string launcher_;
   std::string address_;
+  std::string host_origin_;  // "'host' (where it came from)"
   std::string token_;  // secret: never logged
   std::unique_ptr<RendezvousHost> host_;  // rank 0 only
 };

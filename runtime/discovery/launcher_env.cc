@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <optional>
 #include <utility>
 #include <vector>
 
@@ -27,7 +28,10 @@ std::string describe(const char* name, const char* value) {
 // The launcher's variables, read with error messages that name them.
 class Vars {
  public:
-  explicit Vars(const EnvLookup& lookup) : lookup_(lookup) {}
+  Vars(const EnvLookup& lookup, const NodeAddrQuery& node_addr)
+      : lookup_(lookup), node_addr_(node_addr) {}
+
+  const NodeAddrQuery& node_addr() const { return node_addr_; }
 
   const char* get(const char* name) const { return lookup_(name); }
 
@@ -80,6 +84,12 @@ class Vars {
 
  private:
   const EnvLookup& lookup_;
+  const NodeAddrQuery& node_addr_;
+};
+
+struct HostChoice {
+  std::string host;
+  std::string origin;  // for messages
 };
 
 // What one launcher's variables say; the rendezvous address and the token
@@ -88,8 +98,11 @@ struct Detected {
   LauncherWorld world;
   // The launcher's idea of the rendezvous host and port; called only when
   // no override is set. An error explains what to set.
-  std::function<Result<std::string>()> host;
+  std::function<Result<HostChoice>()> host;
   std::function<Result<int>()> port;
+  // Where that host is reached, when that differs from its name (a Slurm
+  // node's address); applied after the token is derived from the name.
+  std::function<HostChoice(const HostChoice&)> address;
   std::string token_material;  // the launcher's job identifiers
 };
 
@@ -149,9 +162,11 @@ Result<std::optional<Detected>> torchrun(const Vars& vars) {
   d.token_material = std::string("torchrun|") + (run_id ? run_id : "") + "|" +
                      (master_addr ? master_addr : "") + ":" + (master_port ? master_port : "");
   const bool one_host = w.local_size == w.size;
-  d.host = [master_addr, one_host]() -> Result<std::string> {
-    if (master_addr != nullptr && *master_addr != '\0') return std::string(master_addr);
-    if (one_host) return std::string("127.0.0.1");
+  d.host = [master_addr, one_host]() -> Result<HostChoice> {
+    if (master_addr != nullptr && *master_addr != '\0') {
+      return HostChoice{master_addr, "MASTER_ADDR"};
+    }
+    if (one_host) return HostChoice{"127.0.0.1", "every rank is on this host"};
     return invalid_argument(std::string("MASTER_ADDR is not set: set it (or ") +
                             kRendezvousHostVar + ") to the host of rank 0");
   };
@@ -202,9 +217,11 @@ Result<std::optional<Detected>> openmpi(const Vars& vars) {
   d.token_material = "openmpi|" + job;
   const char* master_addr = vars.get("MASTER_ADDR");
   const int local_size = w.local_size, size = w.size;
-  d.host = [master_addr, one_host, local_size, size]() -> Result<std::string> {
-    if (master_addr != nullptr && *master_addr != '\0') return std::string(master_addr);
-    if (one_host) return std::string("127.0.0.1");
+  d.host = [master_addr, one_host, local_size, size]() -> Result<HostChoice> {
+    if (master_addr != nullptr && *master_addr != '\0') {
+      return HostChoice{master_addr, "MASTER_ADDR"};
+    }
+    if (one_host) return HostChoice{"127.0.0.1", "every rank is on this host"};
     return invalid_argument(
         std::string("the ranks span several hosts (OMPI_COMM_WORLD_LOCAL_SIZE=") +
         std::to_string(local_size) + " of OMPI_COMM_WORLD_SIZE=" + std::to_string(size) +
@@ -258,18 +275,22 @@ Result<std::vector<int>> slurm_tasks_per_node(const Vars& vars, int size) {
   return std::vector<int>(static_cast<size_t>(n), static_cast<int>(size / n));
 }
 
-Result<std::string> slurm_first_host(const Vars& vars, bool one_host) {
+// Rank 0's node: the first of the step's nodes (its name; origin: the list's
+// variable). 127.0.0.1 when the whole step is on this node.
+Result<HostChoice> slurm_first_host(const Vars& vars, bool one_host) {
   const char* name = vars.first_set({"SLURM_STEP_NODELIST", "SLURM_NODELIST",
                                      "SLURM_JOB_NODELIST"});
-  if (name == nullptr) {
-    if (one_host) return std::string("127.0.0.1");
+  if (name == nullptr && !one_host) {
     return invalid_argument(std::string("none of SLURM_STEP_NODELIST, SLURM_NODELIST and "
                                         "SLURM_JOB_NODELIST is set: set ") +
                             kRendezvousHostVar + " to the host of rank 0");
   }
-  auto hosts = expand_slurm_hostlist(vars.get(name), name);
-  if (!hosts.is_ok()) return hosts.status();
-  return hosts->front();
+  if (name != nullptr) {
+    auto hosts = expand_slurm_hostlist(vars.get(name), name);
+    if (!hosts.is_ok()) return hosts.status();
+    if (!one_host) return HostChoice{hosts->front(), name};
+  }
+  return HostChoice{"127.0.0.1", "every task of the step is on this node"};
 }
 
 Result<std::optional<Detected>> slurm(const Vars& vars) {
@@ -317,8 +338,16 @@ Result<std::optional<Detected>> slurm(const Vars& vars) {
                                std::to_string(step->value_or(0));
   w.job_id = "slurm-" + job_step;
   d.token_material = "slurm|" + job_step;
+  if (const char* node = vars.get("SLURMD_NODENAME"); node != nullptr) w.hostname = node;
   const bool one_host = w.local_size == w.size;
   d.host = [&vars, one_host] { return slurm_first_host(vars, one_host); };
+  if (!one_host) {
+    d.address = [&vars](const HostChoice& node) -> HostChoice {
+      auto found = choose_slurm_node_address(node.host, node.origin,
+                                             vars.get("SLURM_NODE_ALIASES"), vars.node_addr());
+      return {std::move(found.host), std::move(found.origin)};
+    };
+  }
   const int64_t seed = job->value_or(0) * 31 + step->value_or(0);
   d.port = [seed]() -> Result<int> {
     return kForeignPortBase + static_cast<int>(seed % kForeignPortRange);
@@ -350,16 +379,21 @@ Result<LauncherWorld> finish(const Vars& vars, Detected d) {
   if (const char* id = vars.get(env::kJobId); id != nullptr && *id != '\0') w.job_id = id;
   if (w.size == 1) return w;  // nobody to meet
 
+  std::optional<HostChoice> launchers_host;  // not overridden
   if (const char* addr = vars.get(env::kRendezvousAddr)) {
     HVD_RETURN_IF_ERROR(parse_address(addr, &w.rendezvous_host, &w.rendezvous_port));
+    w.rendezvous_origin = env::kRendezvousAddr;
   } else {
     if (const char* host = vars.get(kRendezvousHostVar)) {
       if (*host == '\0') return invalid_argument(std::string(kRendezvousHostVar) + " is empty");
       w.rendezvous_host = host;
+      w.rendezvous_origin = kRendezvousHostVar;
     } else {
       auto host_default = d.host();
       if (!host_default.is_ok()) return host_default.status();
-      w.rendezvous_host = std::move(host_default).value();
+      launchers_host = std::move(host_default).value();
+      w.rendezvous_host = launchers_host->host;
+      w.rendezvous_origin = launchers_host->origin;
     }
     auto port = vars.integer(kRendezvousPortVar, 1, 65535);
     if (!port.is_ok()) return port.status();
@@ -379,6 +413,11 @@ Result<LauncherWorld> finish(const Vars& vars, Detected d) {
     w.job_token = derive_job_token(d.token_material + "@" + w.rendezvous_addr());
     w.token_derived = true;
   }
+  if (launchers_host && d.address) {
+    HostChoice reached = d.address(*launchers_host);
+    w.rendezvous_host = std::move(reached.host);
+    w.rendezvous_origin = std::move(reached.origin);
+  }
   return w;
 }
 
@@ -392,8 +431,9 @@ std::string LauncherWorld::rendezvous_addr() const {
   return rendezvous_host + ":" + std::to_string(rendezvous_port);
 }
 
-Result<std::optional<LauncherWorld>> detect_launcher(const EnvLookup& lookup) {
-  Vars vars(lookup);
+Result<std::optional<LauncherWorld>> detect_launcher(const EnvLookup& lookup,
+                                                    const NodeAddrQuery& node_addr) {
+  Vars vars(lookup, node_addr);
   for (auto detect : {torchrun, openmpi, slurm}) {
     auto detected = detect(vars);
     if (!detected.is_ok()) return detected.status();

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "runtime/discovery/slurm_node_address.h"
 #include "runtime/discovery/world.h"
 
 namespace hvd::runtime {
@@ -37,6 +38,12 @@ struct LauncherWorld {
   // Empty (and port 0, no token) when size == 1: a world of one needs no rendezvous.
   std::string rendezvous_host;
   int rendezvous_port = 0;
+  // Where rendezvous_host came from, for messages ("MASTER_ADDR", "the
+  // NodeAddr of Slurm node n1, the first of SLURM_STEP_NODELIST").
+  std::string rendezvous_origin;
+  // The launcher's name for this node (Slurm: SLURMD_NODENAME); empty when
+  // it gives none.
+  std::string hostname;
   std::string job_token;       // secret when it came from HVD_JOB_TOKEN: never logged
   bool token_derived = false;  // true: derived from the job's identifiers (runtime/job_token.h)
   std::string job_id;
@@ -48,6 +55,11 @@ struct LauncherWorld {
 // launcher first: torchrun (RANK/WORLD_SIZE), Open MPI (OMPI_COMM_WORLD_*),
 // Slurm (SLURM_PROCID) - `srun torchrun ...` and `mpirun` inside an sbatch
 // script leave Slurm's variables in the workers' environment.
-common::Result<std::optional<LauncherWorld>> detect_launcher(const EnvLookup& lookup);
+// A Slurm step on several nodes reaches rank 0's node at its address
+// (slurm_node_address.h): `node_addr` asks Slurm for it when
+// SLURM_NODE_ALIASES does not say (none asked when empty). The derived
+// token depends on the node's name, not on the address found.
+common::Result<std::optional<LauncherWorld>> detect_launcher(const EnvLookup& lookup,
+                                                             const NodeAddrQuery& node_addr = {});
 
 }  // namespace hvd::runtime

@@ -83,11 +83,14 @@ Result<WorldInfo> from_launcher(const LauncherWorld& launched, const EnvLookup& 
   world.rendezvous_addr = launched.rendezvous_addr();
   world.rendezvous_host = launched.rendezvous_host;
   world.rendezvous_port = launched.rendezvous_port;
+  world.rendezvous_origin = launched.rendezvous_origin;
   world.job_token = launched.job_token;
   world.token_derived = launched.token_derived;
   world.job_id = launched.job_id;
   const char* host = lookup(env::kHostname);
-  world.hostname = (host != nullptr && *host != '\0') ? host : local_hostname();
+  world.hostname = (host != nullptr && *host != '\0') ? host
+                   : !launched.hostname.empty()       ? launched.hostname
+                                                      : local_hostname();
   if (const char* bind = lookup(env::kBindAddress); bind != nullptr && *bind != '\0') {
     world.bind_address = bind;
   } else if (world.local_size < world.size) {
@@ -119,7 +122,7 @@ Result<int> read_spare(const EnvLookup& lookup) {
 
 }  // namespace
 
-Result<WorldInfo> read_world(const EnvLookup& raw_lookup) {
+Result<WorldInfo> read_world(const EnvLookup& raw_lookup, const NodeAddrQuery& node_addr) {
   auto spare = read_spare(raw_lookup);
   if (!spare.is_ok()) return spare.status();
   const EnvLookup lookup = *spare < 0 ? raw_lookup : EnvLookup([&](const char* name) {
@@ -129,7 +132,7 @@ Result<WorldInfo> read_world(const EnvLookup& raw_lookup) {
   world.spare = *spare;
   bool launched = lookup(env::kRank) != nullptr || lookup(env::kSize) != nullptr;
   if (!launched) {
-    auto foreign = detect_launcher(lookup);
+    auto foreign = detect_launcher(lookup, node_addr);
     if (!foreign.is_ok()) return foreign.status();
     if (foreign->has_value()) return from_launcher(**foreign, lookup);
   }

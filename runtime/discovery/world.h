@@ -10,6 +10,7 @@
 #include <string>
 
 #include "common/status.h"
+#include "runtime/discovery/slurm_node_address.h"
 
 namespace hvd::runtime {
 
@@ -40,6 +41,7 @@ struct WorldInfo {
   std::string launcher;
   std::string rendezvous_host;
   int rendezvous_port = 0;
+  std::string rendezvous_origin;  // where rendezvous_host came from, for messages
   bool token_derived = false;     // not from HVD_JOB_TOKEN (runtime/job_token.h)
 
   bool foreign() const { return !launcher.empty(); }
@@ -47,6 +49,8 @@ struct WorldInfo {
   bool has_rendezvous() const { return !rendezvous_addr.empty(); }
 };
 
-Result<WorldInfo> read_world(const EnvLookup& lookup);
+// `node_addr`: how a Slurm step on several nodes asks Slurm for rank 0's
+// node's address (query_slurm_node_addr; none asked when empty).
+Result<WorldInfo> read_world(const EnvLookup& lookup, const NodeAddrQuery& node_addr = {});
 
 }  // namespace hvd::runtime

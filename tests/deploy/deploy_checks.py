@@ -476,6 +476,29 @@ def check_unit(text):
 
 # --- Slurm -------------------------------------------------------------------
 
+# The batch script's defaults must start on any cluster, even one small node:
+# larger requests, or GPUs and partitions a site may not have, pend forever.
+SBATCH_DEFAULT_LIMITS = {"--nodes": 1, "--ntasks-per-node": 2, "--ntasks": 2,
+                         "--cpus-per-task": 1}
+SBATCH_SITE_SPECIFIC = ("--gpus", "--gres", "--partition", "--constraint", "--mem")
+
+
+def _sbatch_fits_any_cluster(directives):
+    problems = []
+    for line in directives:
+        m = re.match(r"#SBATCH\s+(--[\w-]+)(?:=(\S+))?", line)
+        if not m:
+            continue
+        option, value = m.groups()
+        limit = SBATCH_DEFAULT_LIMITS.get(option)
+        if limit is not None and not (value and value.isdigit() and int(value) <= limit):
+            problems.append(f"'{line.strip()}' asks for more than a one-node cluster has "
+                            f"(default at most {option}={limit}; users adapt it)")
+        if option.startswith(SBATCH_SITE_SPECIFIC):
+            problems.append(f"'{line.strip()}' is site-specific: leave it commented (##SBATCH)")
+    return problems
+
+
 def check_sbatch(text):
     problems = []
     lines = text.splitlines()
@@ -497,6 +520,7 @@ def check_sbatch(text):
     if not any(re.match(r"(export\s+)?HVD_JOB_TOKEN=", c) for c in commands) or \
             not any(re.match(r"export\s+(\w+\s+)*HVD_JOB_TOKEN\b", c) for c in commands):
         problems.append("HVD_JOB_TOKEN is not made and exported for the tasks")
+    problems += _sbatch_fits_any_cluster([lines[i] for i in sbatch])
     if any(re.match(r"(export\s+)?HVD_(RANK|SIZE|RENDEZVOUS_ADDR)=", c) for c in commands):
         problems.append("the script sets HVD_RANK/HVD_SIZE/HVD_RENDEZVOUS_ADDR: hvd.init() "
                         "would not read Slurm's variables")

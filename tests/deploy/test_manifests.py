@@ -98,6 +98,12 @@ def test_sbatch_is_valid_bash():
     subprocess.run(["bash", "-n", str(SBATCH)], check=True)
 
 
+def test_slurm_discovery_script_is_valid_sh():
+    script = SBATCH.parent / "hvd-discover-hosts.sh"
+    assert script.stat().st_mode & 0o111, f"{script} is not executable"
+    subprocess.run(["sh", "-n", str(script)], check=True)
+
+
 def test_doc_describes_every_deploy_file():
     doc = DOC.read_text(encoding="utf-8")
     for path in sorted(DEPLOY.rglob("*")):
@@ -226,6 +232,12 @@ TEXT_MUTATIONS = {
     "sbatch token": (SBATCH, check_sbatch, "export HVD_JOB_TOKEN\n", "\n", "HVD_JOB_TOKEN"),
     "sbatch rank": (SBATCH, check_sbatch, "set -euo pipefail",
                     "set -euo pipefail\nexport HVD_RANK=0", "HVD_RANK"),
+    "sbatch two nodes": (SBATCH, check_sbatch, "#SBATCH --nodes=1", "#SBATCH --nodes=2",
+                         "more than a one-node cluster"),
+    "sbatch cpus": (SBATCH, check_sbatch, "#SBATCH --cpus-per-task=1",
+                    "#SBATCH --cpus-per-task=4", "more than a one-node cluster"),
+    "sbatch gpus": (SBATCH, check_sbatch, "##SBATCH --gpus-per-task=1",
+                    "#SBATCH --gpus-per-task=1", "site-specific"),
 }
 
 

@@ -167,7 +167,7 @@ def test_rank0_never_starts(foreign_check):
     assert codes == [1, 1], report(procs)
     for p in procs:
         line = next((l for l in p.stdout if "init failed" in l), "")
-        assert f"the job's rendezvous at localhost:{port} did not answer within 3 s" in line, \
+        assert f"the job's rendezvous at 127.0.0.1:{port} did not answer within 3 s" in line, \
             report(procs)
         assert "rank 0 hosts it when slurm starts the job" in line, report(procs)
 

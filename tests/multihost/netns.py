@@ -16,7 +16,8 @@ Layout (root namespace = the "launcher machine"):
       ├─ hvdmh-h2-br  <veth>  eth0 10.77.0.12/24 in namespace hvdmh-h2
       └─ ...
 
-Everything this module creates is named hvdmh-*; a lock file serializes
+Everything this module creates is named hvdmh-* (another prefix and subnet
+can be given: tests/slurm uses hvdsl-*, 10.78.0); a lock file serializes
 concurrent users (two ctest runs in different build trees), and a run that
 finds leftovers of a killed earlier run removes them first. Teardown runs from
 a pytest finalizer, from atexit and on SIGTERM, and never raises.
@@ -67,13 +68,13 @@ def _run(args, check=True, timeout=20):
 
 
 class Host:
-    def __init__(self, index):
+    def __init__(self, index, prefix=PREFIX, subnet=SUBNET):
         self.index = index
         self.name = f"h{index}"                  # the name hvdrun sees (-H h1:2)
-        self.netns = f"{PREFIX}-{self.name}"     # the namespace
-        self.address = f"{SUBNET}.{10 + index}"  # eth0 inside the namespace
-        self.bridge_port = f"{PREFIX}-{self.name}-br"  # veth end on the bridge
-        self.peer = f"{PREFIX}-{self.name}-ns"   # veth end moved into the namespace (eth0)
+        self.netns = f"{prefix}-{self.name}"     # the namespace
+        self.address = f"{subnet}.{10 + index}"  # eth0 inside the namespace
+        self.bridge_port = f"{prefix}-{self.name}-br"  # veth end on the bridge
+        self.peer = f"{prefix}-{self.name}-ns"   # veth end moved into the namespace (eth0)
 
     def __repr__(self):
         return f"Host({self.name}, {self.netns}, {self.address})"
@@ -120,10 +121,17 @@ def _cmdline(pid):
 
 
 class Cluster:
-    def __init__(self, count=3, workdir=None):
-        self.hosts = [Host(i) for i in range(1, count + 1)]
+    """`prefix` names the namespaces, links and lock file, `subnet` the /24 they use
+    (another test suite passes its own, e.g. tests/slurm: hvdsl, 10.78.0)."""
+
+    def __init__(self, count=3, workdir=None, prefix=PREFIX, subnet=SUBNET):
+        self.prefix = prefix
+        self.bridge = f"{prefix}-br"
+        self.bridge_address = f"{subnet}.1"
+        self.lock_file = f"/run/{prefix}.lock"
+        self.hosts = [Host(i, prefix, subnet) for i in range(1, count + 1)]
         self._own_workdir = workdir is None
-        self.workdir = pathlib.Path(workdir or tempfile.mkdtemp(prefix=f"{PREFIX}-"))
+        self.workdir = pathlib.Path(workdir or tempfile.mkdtemp(prefix=f"{prefix}-"))
         self.hosts_file = self.workdir / "hosts"
         self._procs = []        # Popen objects this cluster started (own sessions)
         self._lock_fd = None
@@ -137,21 +145,21 @@ class Cluster:
             self._lock(lock_timeout)
             self._remove_leftovers()
             self._up = True
-            _run(["ip", "link", "add", BRIDGE, "type", "bridge"])
-            _run(["ip", "addr", "add", f"{BRIDGE_ADDRESS}/24", "dev", BRIDGE])
-            _run(["ip", "link", "set", BRIDGE, "up"])
+            _run(["ip", "link", "add", self.bridge, "type", "bridge"])
+            _run(["ip", "addr", "add", f"{self.bridge_address}/24", "dev", self.bridge])
+            _run(["ip", "link", "set", self.bridge, "up"])
             for h in self.hosts:
                 _run(["ip", "netns", "add", h.netns])
                 _run(["ip", "link", "add", h.bridge_port, "type", "veth",
                       "peer", "name", h.peer, "netns", h.netns])
-                _run(["ip", "link", "set", h.bridge_port, "master", BRIDGE])
+                _run(["ip", "link", "set", h.bridge_port, "master", self.bridge])
                 _run(["ip", "link", "set", h.bridge_port, "up"])
                 ns = ["ip", "netns", "exec", h.netns]
                 _run(ns + ["ip", "link", "set", "lo", "up"])
                 _run(ns + ["ip", "link", "set", h.peer, "name", "eth0"])
                 _run(ns + ["ip", "addr", "add", f"{h.address}/24", "dev", "eth0"])
                 _run(ns + ["ip", "link", "set", "eth0", "up"])
-                _run(ns + ["ip", "route", "add", "default", "via", BRIDGE_ADDRESS])
+                _run(ns + ["ip", "route", "add", "default", "via", self.bridge_address])
             lines = ["127.0.0.1 localhost", "::1 localhost ip6-localhost ip6-loopback"]
             lines += [f"{h.address} {h.name}" for h in self.hosts]
             self.workdir.mkdir(parents=True, exist_ok=True)
@@ -207,13 +215,13 @@ class Cluster:
         for h in self.hosts:
             if h.bridge_port in links:
                 _run(["ip", "link", "del", h.bridge_port], check=False)
-        if BRIDGE in links:
-            _run(["ip", "link", "del", BRIDGE], check=False)
+        if self.bridge in links:
+            _run(["ip", "link", "del", self.bridge], check=False)
 
     def _remove_leftovers(self):
-        """Namespaces and links named hvdmh-* from a run that was killed (we hold the lock)."""
+        """Namespaces and links named <prefix>-* from a run that was killed (we hold the lock)."""
         for ns in _namespaces():
-            if ns.startswith(f"{PREFIX}-"):
+            if ns.startswith(f"{self.prefix}-"):
                 for pid in netns_pids(ns):
                     try:
                         os.kill(pid, signal.SIGKILL)
@@ -221,11 +229,11 @@ class Cluster:
                         pass
                 _run(["ip", "netns", "del", ns], check=False)
         for link in _links():
-            if link.startswith(f"{PREFIX}-"):
+            if link.startswith(f"{self.prefix}-"):
                 _run(["ip", "link", "del", link], check=False)
 
     def _lock(self, timeout):
-        self._lock_fd = os.open(LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)
+        self._lock_fd = os.open(self.lock_file, os.O_RDWR | os.O_CREAT, 0o600)
         deadline = time.monotonic() + timeout
         while True:
             try:
@@ -235,7 +243,7 @@ class Cluster:
                 if time.monotonic() > deadline:
                     os.close(self._lock_fd)
                     self._lock_fd = None
-                    raise RuntimeError(f"another multihost run holds {LOCK_FILE} for {timeout} s")
+                    raise RuntimeError(f"another run holds {self.lock_file} for {timeout} s")
                 time.sleep(0.5)
 
     def _unlock(self):

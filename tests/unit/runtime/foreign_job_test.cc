@@ -124,7 +124,7 @@ TEST_CASE("foreign job: Slurm ranks meet at rank 0, leave, and meet again", "[fo
           w.local_size != size || w.cross_rank != 0 || w.cross_size != 1) {
         return "world " + std::to_string(w.rank) + "/" + std::to_string(w.size);
       }
-      if (w.rendezvous_addr != "localhost:" + std::to_string(port)) return w.rendezvous_addr;
+      if (w.rendezvous_addr != "127.0.0.1:" + std::to_string(port)) return w.rendezvous_addr;
       std::string p = sum_check(*rt.value());
       if (!p.empty()) return p;
       const auto begin = Clock::now();
@@ -194,7 +194,7 @@ TEST_CASE("foreign job: without rank 0 the others give up at the start timeout",
   REQUIRE_FALSE(rt.is_ok());
   CHECK(rt.status().code() == StatusCode::kTimeout);
   CHECK_THAT(rt.status().message(),
-             Catch::Contains("the job's rendezvous at localhost:" + std::to_string(port) +
+             Catch::Contains("the job's rendezvous at 127.0.0.1:" + std::to_string(port) +
                              " did not answer within 2 s (HVD_START_TIMEOUT)") &&
                  Catch::Contains("rank 0 hosts it when slurm starts the job"));
   CHECK(took >= 1.5);
@@ -211,6 +211,55 @@ TEST_CASE("foreign job: rank 0 names a port that is taken", "[foreign_job]") {
              Catch::Contains("rank 0 cannot host the job's rendezvous on port " +
                              std::to_string(taken.port)) &&
                  Catch::Contains("set HVD_RENDEZVOUS_PORT to a free port"));
+}
+
+// Two nodes whose names resolve nowhere (.invalid, RFC 6761) and that Slurm
+// gives no address for: every rank fails at once, in words for its rank.
+Env unresolvable_nodes(int rank) {
+  Env env = slurm_env(rank, 2, free_port());
+  env["SLURM_NNODES"] = "2";
+  env["SLURM_NODEID"] = std::to_string(rank);
+  env["SLURM_LOCALID"] = "0";
+  env["SLURM_STEP_NODELIST"] = "node[1-2].invalid";
+  env["SLURM_TASKS_PER_NODE"] = "1(x2)";
+  env["HVD_BIND_ADDRESS"] = "127.0.0.1";
+  return env;
+}
+
+TEST_CASE("foreign job: a rendezvous host that does not resolve fails at once", "[foreign_job]") {
+  const auto begin = Clock::now();
+  auto rank0 = Runtime::init(lookup_in(unresolvable_nodes(0)));
+  auto rank1 = Runtime::init(lookup_in(unresolvable_nodes(1)));
+  CHECK(seconds_since(begin) < 15);  // scontrol may be asked; no start timeout is waited
+  REQUIRE_FALSE(rank0.is_ok());
+  REQUIRE_FALSE(rank1.is_ok());
+  CHECK(rank0.status().code() == StatusCode::kUnavailable);
+  CHECK(rank1.status().code() == StatusCode::kUnavailable);
+  const std::string where =
+      "'node1.invalid' (Slurm node node1.invalid, the first of SLURM_STEP_NODELIST, by name";
+  CHECK_THAT(rank0.status().message(),
+             Catch::StartsWith("this rank (rank 0) hosts the job's rendezvous, and every rank "
+                               "reaches it at " + where) &&
+                 Catch::Contains("which does not resolve on this host") &&
+                 Catch::Contains("set HVD_RENDEZVOUS_HOST to an address of this host"));
+  CHECK_THAT(rank1.status().message(),
+             Catch::StartsWith("rank 0 hosts the job's rendezvous at " + where) &&
+                 Catch::Contains("which does not resolve on this host") &&
+                 Catch::Contains("set HVD_RENDEZVOUS_HOST to the address of rank 0's host"));
+}
+
+TEST_CASE("foreign job: rank 0 that cannot reach its own rendezvous says so", "[foreign_job]") {
+  Env env = unresolvable_nodes(0);
+  env["HVD_RENDEZVOUS_HOST"] = "192.0.2.1";  // TEST-NET-1: resolves, is not this host
+  env["HVD_START_TIMEOUT"] = "1";
+  auto rt = Runtime::init(lookup_in(env));
+  REQUIRE_FALSE(rt.is_ok());
+  CHECK(rt.status().code() == StatusCode::kTimeout);
+  CHECK_THAT(rt.status().message(),
+             Catch::StartsWith("this rank (rank 0) hosts the job's rendezvous but could not "
+                               "reach it at 192.0.2.1:") &&
+                 Catch::Contains("is '192.0.2.1' (HVD_RENDEZVOUS_HOST) an address of this host?") &&
+                 !Catch::Contains("did rank 0 start"));
 }
 
 TEST_CASE("foreign job: rank 0 stops waiting for ranks that never finish", "[foreign_job]") {

@@ -286,7 +286,8 @@ TEST_CASE("launcher env: Slurm on one node", "[launcher_env]") {
   CHECK(w.local_size == 3);
   CHECK(w.cross_rank == 0);
   CHECK(w.cross_size == 1);
-  CHECK(w.rendezvous_host == "node07");
+  CHECK(w.rendezvous_host == "127.0.0.1");  // the whole step is on this node: no name needed
+  CHECK(w.rendezvous_origin == "every task of the step is on this node");
   CHECK(w.rendezvous_port == kForeignPortBase + (4242 * 31 + 3) % kForeignPortRange);
   CHECK(w.job_id == "slurm-4242.3");
   CHECK(w.token_derived);
@@ -420,7 +421,7 @@ TEST_CASE("launcher env: an override spares a broken node list", "[launcher_env]
 TEST_CASE("launcher env: HVD_RENDEZVOUS_ADDR, _HOST and _PORT override", "[launcher_env]") {
   Env env = slurm_env(0, 3);
   env["HVD_RENDEZVOUS_PORT"] = "31000";
-  CHECK(world_of(env).rendezvous_addr() == "node07:31000");
+  CHECK(world_of(env).rendezvous_addr() == "127.0.0.1:31000");
   env["HVD_RENDEZVOUS_HOST"] = "10.9.9.9";
   CHECK(world_of(env).rendezvous_addr() == "10.9.9.9:31000");
   env["HVD_RENDEZVOUS_ADDR"] = "head:4100";
@@ -495,8 +496,8 @@ TEST_CASE("world: a foreign launcher's world", "[launcher_env][world]") {
   CHECK(world->size == 3);
   CHECK(world->local_size == 3);
   CHECK(world->rendezvous_addr ==
-        "node07:" + std::to_string(kForeignPortBase + (4242 * 31 + 3) % kForeignPortRange));
-  CHECK(world->rendezvous_host == "node07");
+        "127.0.0.1:" + std::to_string(kForeignPortBase + (4242 * 31 + 3) % kForeignPortRange));
+  CHECK(world->rendezvous_host == "127.0.0.1");
   CHECK(world->has_rendezvous());
   CHECK(world->token_derived);
   CHECK(world->bind_address == "127.0.0.1");  // every rank on this host
