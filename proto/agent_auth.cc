@@ -9,6 +9,7 @@
 #include <cstdlib>
 
 #include "common/token.h"
+#include "proto/refusal_log.h"
 #include "proto/rpc_auth.h"
 
 namespace hvd::proto {
@@ -65,7 +66,7 @@ bool parse_fields(std::string_view text, std::string_view* t, std::string_view* 
 }
 
 grpc::Status refuse(const char* method, std::string_view peer, const char* why) {
-  spdlog::warn("refused method={} peer={} reason=\"{}\"", method, peer, why);
+  log_refusal(fmt::format("refused method={} peer={} reason=\"{}\"", method, peer, why));
   return {grpc::StatusCode::UNAUTHENTICATED, std::string(method) + " refused: " + why};
 }
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/token.h"
+#include "proto/refusal_log.h"
 
 namespace hvd::proto {
 
@@ -27,7 +28,7 @@ grpc::Status check_token(const grpc::ServerContext& context, const std::string& 
     }
     why = "wrong credentials";
   }
-  spdlog::warn("refused {} from {}: {}", method, context.peer(), why);
+  log_refusal(fmt::format("refused {} from {}: {}", method, context.peer(), why));
   return {grpc::StatusCode::UNAUTHENTICATED, std::string(method) + " refused: " + why};
 }
 
