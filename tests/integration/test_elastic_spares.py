@@ -46,6 +46,14 @@ def test_a_killed_worker_is_replaced_by_a_waiting_spare_at_full_size(hvdrun, tmp
     assert "promoted 2" in r.stdout, r.stdout  # the spare joined last: rank 2
     # The survivors' next round had the spare: no step ran at 2.
     assert set(sizes.values()) == {3}, sizes
+    # A recovery that worked: at most one warning line per survivor (the
+    # details are at info level), no error line.
+    for slot in (0, 2):
+        noisy = [line for line in r.stderr.splitlines()
+                 if line.startswith(f"[{slot}]<stderr>:") and ("[warning]" in line or
+                                                                "[error]" in line)]
+        assert len(noisy) <= 1 and not any("[error]" in line for line in noisy), noisy
+    assert "hvdrun: the job is back at full size (3 workers)" in r.stderr, r.stderr
     # Spares end with the job (spare 4 was never promoted).
     assert len(pids(spares_dir)) == 2
     assert not any(alive(p) for p in pids(spares_dir)), "a spare outlived the job"
