@@ -28,6 +28,7 @@
 // worker's host first) rather than to a new process, and a new spare is
 // started in its place. A spare that
 // fails costs a reset like a worker; past --reset-limit no more are started.
+// (The spares' methods live in elastic_spares.cc.)
 #pragma once
 
 #include <chrono>
