@@ -66,7 +66,7 @@ TEST_CASE("a log directory that cannot be created is reported") {
   std::fclose(out);
 }
 
-TEST_CASE("--prefix-output-with-timestamp: each printed line starts with the time") {
+TEST_CASE("output sink: with timestamps each printed line starts with the time") {
   std::FILE* out = std::tmpfile();
   std::FILE* err = std::tmpfile();
   REQUIRE(out != nullptr);
