@@ -4,6 +4,7 @@
 #include <atomic>
 #include <thread>
 
+#include "common/host_lookup.h"
 #include "common/logging.h"
 #include "common/worker_env.h"
 #include "runtime/discovery/launcher_env.h"
@@ -34,7 +35,7 @@ std::string host_and_origin(const WorldInfo& world) {
 // The rendezvous host must resolve on every rank (rank 0 reaches its own
 // service through it, too).
 common::Status check_resolves(const WorldInfo& world) {
-  auto problem = resolve_problem(world.rendezvous_host);
+  auto problem = common::resolve_problem(world.rendezvous_host);
   if (!problem) return common::Status::ok();
   const std::string which = host_and_origin(world) + ", which does not resolve on this host (" +
                             *problem + "): set " + kRendezvousHostVar;

@@ -91,19 +91,6 @@ std::optional<std::string> first_interface_address() {
 
 }  // namespace
 
-std::optional<std::string> resolve_problem(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* raw = nullptr;
-  const int error = getaddrinfo(host.c_str(), nullptr, &hints, &raw);
-  if (error == 0) {
-    freeaddrinfo(raw);
-    return std::nullopt;
-  }
-  return std::string(gai_strerror(error));
-}
-
 bool is_loopback_host(const std::string& host) {
   if (host == "localhost") return true;
   auto addresses = resolve(host);

@@ -12,8 +12,6 @@
 
 namespace hvd::runtime {
 
-// Why `host` does not resolve (getaddrinfo's error), or nullopt when it does.
-std::optional<std::string> resolve_problem(const std::string& host);
 
 // True when every address `host` resolves to is a loopback address
 // (127.0.0.0/8, ::1), or it is "localhost"; false when it does not resolve.
