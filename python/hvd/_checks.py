@@ -3,7 +3,7 @@ for the same mistake, before anything reaches libhvd:
 
     a call before init()                ValueError "Horovod has not been initialized;
                                         use hvd.init()." (a collective: HorovodInternalError,
-                                        as Horovod's enqueue wraps it; hvd._core)
+                                        as Horovod's enqueue wraps it; hvd._collectives.enqueue)
     a tensor name that is not a str     TypeError (Horovod: AttributeError on .encode)
     a tensor name containing NUL        ValueError (libhvd takes C strings, which end at
                                         the NUL: "a\\0b" and "a\\0c" would be one tensor;

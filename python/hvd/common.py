@@ -4,6 +4,8 @@ asynchronous operations. hvd.torch and hvd.numpy build on it; the names
 follow horovod.common.basics so that Horovod code finds what it expects.
 """
 
+import sys as _sys
+
 from hvd import _checks, _lib, _handles
 from hvd._lib import C
 from hvd.exceptions import HorovodInternalError, HostsUpdatedInterrupt  # noqa: F401
@@ -82,9 +84,19 @@ def handle_average_backwards_compatibility(op, average):
     if average is not None:
         import warnings
         warnings.warn("Parameter `average` has been replaced with `op` and will be removed",
-                      DeprecationWarning, stacklevel=3)
+                      DeprecationWarning, stacklevel=_caller_outside_hvd())
         return Average if average else Sum
     return Average
+
+
+def _caller_outside_hvd():
+    """warnings.warn's stacklevel, from the function calling this one, of the
+    innermost frame outside the hvd package: the user's call, however many
+    of hvd's own functions lie between."""
+    frame, level = _sys._getframe(2), 2
+    while frame is not None and frame.f_globals.get("__name__", "").split(".")[0] == "hvd":
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 # ---- Joining and leaving the job ------------------------------------------

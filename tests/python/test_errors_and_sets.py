@@ -96,8 +96,8 @@ def ctypes_size():
 
 
 def test_cpu_tensors_have_no_stream():
-    from hvd.torch import mpi_ops
-    assert mpi_ops._cuda_stream(torch.ones(2)) is None
+    from hvd.torch import _framework
+    assert _framework._cuda_stream(torch.ones(2)) is None
 
 
 # ---- argument errors (raised at once, on the calling rank) ---------------------------------
@@ -119,15 +119,15 @@ def test_unsupported_dtypes_and_devices():
 def test_a_group_mixing_devices_is_refused_before_anything_runs():
     # As Horovod: RuntimeError, nothing enqueued. (A CPU torch cannot make a
     # CUDA tensor: the ops are built as hvd.torch would build them.)
-    from hvd import _core
+    from hvd._collectives import enqueue
     a, b = np.ones(2, np.float32), np.ones(3, np.float32)
-    preps = [_core.Prep(_lib.make_op(op_type=_lib.C.OPTYPE_ALLREDUCE, input=a.ctypes.data,
-                                     dtype=_lib.C.FLOAT32, device=device), (a, b), None)
+    preps = [enqueue.Prep(_lib.make_op(op_type=_lib.C.OPTYPE_ALLREDUCE, input=a.ctypes.data,
+                                       dtype=_lib.C.FLOAT32, device=device), (a, b), None)
              for device in (_lib.C.DEVICE_CPU, 0)]
     with pytest.raises(RuntimeError, match="grouped_allreduce: the tensors of one group must "
                                            "all be on one device; these are on CPU, CUDA "
                                            "device 0"):
-        _core.submit_group(preps, "grouped_allreduce")
+        enqueue.submit_group(preps, "grouped_allreduce")
     after = ht.grouped_allreduce([torch.ones(2), torch.ones(3)], op=ht.Sum, name="after.mixed")
     assert after[1].sum() == 3 * ht.size()
 

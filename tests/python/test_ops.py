@@ -369,14 +369,14 @@ def test_all_combinations_counted():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.int64, torch.bool])
 def test_large_outputs_are_handed_over_and_outlive_their_handles(dtype):
-    """Outputs of at least _core.TAKE_OUTPUT_MIN_BYTES come from libhvd's
+    """Outputs of at least outputs.TAKE_OUTPUT_MIN_BYTES come from libhvd's
     memory without a copy (hvd_handle_take_output): right values for
     allgather, alltoall and reducescatter, in torch and numpy; a view keeps
     the memory after the output itself is gone, while later ops of the same
     size (which reuse freed memory) run; writable like any tensor."""
-    from hvd import _core
+    from hvd._collectives import outputs
     n, r = hvd.size(), hvd.rank()
-    rows = _core.TAKE_OUTPUT_MIN_BYTES // (64 * torch.tensor([], dtype=dtype).element_size()) + 7
+    rows = outputs.TAKE_OUTPUT_MIN_BYTES // (64 * torch.tensor([], dtype=dtype).element_size()) + 7
     base = torch.arange(rows * 64).reshape(rows, 64) % 5
     x = (base + r).to(dtype)
     gathered = hvd.allgather(x, name=f"big_ag_{dtype}")

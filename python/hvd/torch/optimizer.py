@@ -13,7 +13,7 @@ from contextlib import contextmanager
 import torch
 
 from hvd._checks import tensor_name
-from hvd._core import set_id
+from hvd._collectives.enqueue import set_id
 from hvd.common import Adasum, Average, adasum_unsupported, global_process_set, size
 from hvd.torch.compression import Compression
 from hvd.torch.functions import broadcast_object

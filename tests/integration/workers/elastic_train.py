@@ -94,14 +94,14 @@ def device_allreduce(step):
 
     import numpy as np
 
-    from hvd import _core
+    from hvd._collectives import enqueue
     from hvd._lib import C, make_op
     a = np.full(4, hvd.rank() + 1, dtype=np.float32)
     dims = (ctypes.c_int64 * 1)(4)
     op = make_op(op_type=C.OPTYPE_ALLREDUCE, name=f"device.{step}".encode(), input=a.ctypes.data,
                  output=a.ctypes.data, shape=dims, ndim=1, dtype=C.FLOAT32,
                  device=hvd.local_rank(), reduce_op=C.OP_SUM)
-    _core.submit(_core.Prep(op, (a, dims), lambda hid: a), "allreduce").wait()
+    enqueue.submit(enqueue.Prep(op, (a, dims), lambda hid: a), "allreduce").wait()
     n = hvd.size()
     assert (a == n * (n + 1) / 2).all(), (a, n)
 hosts_file = os.environ.get("HOSTS_FILE")
