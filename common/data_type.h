@@ -1,6 +1,6 @@
 // Element types and reduction operations shared by the C ABI, the runtime and
-// every transport. The numeric values are part of the C ABI (runtime/include/
-// hvd/c_api.h repeats them as HVD_* constants) and must never change.
+// every transport. The numeric values are part of the C ABI (common/include/
+// hvd/codes.h repeats them as HVD_* constants) and must never change.
 #pragma once
 
 #include <cstddef>

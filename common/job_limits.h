@@ -10,7 +10,7 @@ namespace hvd::common {
 inline constexpr int kMaxWorkersPerHost = 4096;
 
 // Workers (ranks) of one job, also its --max-np: the rendezvous watches
-// ranks below this (daemon/liveness.h, Liveness::kMaxRanks).
+// ranks below this (daemon/rendezvous/liveness.h, Liveness::kMaxRanks).
 inline constexpr int kMaxWorldSize = 1 << 16;
 
 }  // namespace hvd::common

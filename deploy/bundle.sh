@@ -29,7 +29,7 @@ cp -L "$build/bin/hvdrun" "$build/bin/hvd-agent" "$bundle/bin/"
 for program in ops_check collectives_check hvd_perf hvd_grad_step nccl_ops_gpu_test gpu_device_work; do
   [[ -x "$build/bin/$program" ]] && cp -L "$build/bin/$program" "$bundle/bin/"
 done
-cp -L "$build"/lib/libhvd*.so "$bundle/lib/"
+cp -L "$build"/lib/libhvd*.so* "$bundle/lib/"
 cp -rL "$build/python/hvd" "$bundle/python/"
 find "$bundle/python" -name __pycache__ -prune -exec rm -rf {} +
 

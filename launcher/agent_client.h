@@ -2,7 +2,7 @@
 // hvd-agent daemon (the same calls). Every call carries an HMAC proof of the
 // agent's secret (proto/agent_auth.h) and a deadline. The Watch stream is read
 // on a thread of its own that turns its messages into JobEvents on the
-// driver's queue. Constructing a client never connects: the channel connects
+// job session's queue. Constructing a client never connects: the channel connects
 // on the first call.
 #pragma once
 

@@ -1,23 +1,25 @@
 // hvdrun's command line (CLI11) -> LaunchOptions. Everything from the first
 // argument that is not an option (or after "--") is the command and its own
-// arguments, never parsed as hvdrun flags.
+// arguments, never parsed as hvdrun flags. The options come in groups
+// (launcher/cli_groups.h); the helpers and groups hvd-agent shares are in
+// common/cli_values.h and common/cli_options.h.
 #pragma once
 
-#include <functional>
 #include <string>
 #include <utility>
 #include <variant>
 #include <vector>
 
+#include "common/cli_values.h"
 #include "config/settings.h"
-#include "launcher/elastic_options.h"
+#include "launcher/elastic/elastic_options.h"
 #include "launcher/host_spec.h"
 #include "proto/tls_credentials.h"
 
 namespace hvd::launcher {
 
 // hvd's documented agent port (hvd-agent --listen, hvdrun --agent-port).
-inline constexpr int kDefaultAgentPort = 29470;
+inline constexpr int kDefaultAgentPort = common::kAgentPort;
 
 struct LaunchOptions {
   int np = 0;
@@ -48,17 +50,14 @@ struct LaunchOptions {
   std::vector<std::string> warnings;  // for the user, one line each
 };
 
-// --help, --version or an error: what to print and the exit code.
-struct CliExit {
-  int code = 0;
-  std::string out;  // for stdout
-  std::string err;  // for stderr: one "hvdrun: error: ..." line
-};
+// --help, --version or an error: what to print and the exit code (err: one
+// "hvdrun: error: ..." line).
+using CliExit = common::CliExit;
 
 using CliOutcome = std::variant<LaunchOptions, CliExit>;
 
 // getenv-like lookup, so tests can supply the environment.
-using EnvLookup = std::function<const char*(const char*)>;
+using EnvLookup = common::EnvLookup;
 
 // `args` excludes the program name.
 CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLookup& lookup);

@@ -6,8 +6,8 @@
 
 #include "common/logging.h"
 #include "common/token.h"
-#include "daemon/agent_service.h"
-#include "daemon/grpc_server.h"
+#include "daemon/agent/agent_service.h"
+#include "proto/grpc_server.h"
 
 namespace hvd::launcher {
 

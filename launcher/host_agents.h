@@ -68,8 +68,9 @@ class HostAgents {
   // Starts every agent's Watch reader: WatchEnded{status, agent index}.
   void watch_all(const std::string& job_id, EventQueue& queue);
 
-  // Elastic jobs (launcher/job_elastic.cc). A client for the hvd-agent at
-  // `target` (remote; kInvalidArgument without credentials): its index.
+  // Elastic jobs (launcher/elastic/host_launcher.cc). A client for the
+  // hvd-agent at `target` (remote; kInvalidArgument without credentials):
+  // its index.
   common::Result<size_t> add_remote(AgentTarget target);
   // A fresh client for `agent` (its Watch reader is gone: the agent was lost
   // or its workers all exited), so that a new Watch can be read.

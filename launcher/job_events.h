@@ -1,9 +1,9 @@
-// Everything the job driver reacts to arrives as a JobEvent on one queue:
-// worker output and exits (from the Watch stream reader), the end of that
-// streams (one per agent), signals to hvdrun (from the signal watcher) and the
-// completion of an asynchronous Terminate of every agent, and in elastic jobs
-// the host discovery script's results. One driver thread pops; any thread
-// pushes.
+// Everything the job session (job_session.h) reacts to arrives as a
+// JobEvent on one queue: worker output and exits (from the Watch stream
+// reader), the end of that streams (one per agent), signals to hvdrun (from
+// the signal watcher) and the completion of an asynchronous Terminate of
+// every agent, and in elastic jobs the host discovery script's results. The
+// session's thread pops; any thread pushes.
 #pragma once
 
 #include <chrono>

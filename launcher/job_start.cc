@@ -1,19 +1,18 @@
-// JobDriver's start: reach every agent (Info), plan the network, start the
+// JobSession's start: reach every agent (Info), plan the network, start the
 // rendezvous service, launch each host's ranks and open the Watch streams.
-// The event loop that follows lives in job_driver.cc.
+// The event loop that follows lives in job_session.cc.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
 #include "common/logging.h"
 #include "common/token.h"
-#include "daemon/grpc_server.h"
-#include "daemon/rendezvous_service.h"
-#include "common/worker_env.h"
+#include "proto/grpc_server.h"
+#include "daemon/rendezvous/rendezvous_service.h"
 #include "launcher/exit_codes.h"
 #include "launcher/host_agents.h"
-#include "launcher/job_driver.h"
 #include "launcher/job_network.h"
+#include "launcher/job_session.h"
 #include "launcher/launch_requests.h"
 #include "launcher/signal_watcher.h"
 #include "launcher/worker_env.h"
@@ -31,7 +30,7 @@ constexpr std::chrono::milliseconds kLaunchTimeout{60'000};
 
 }  // namespace
 
-int JobDriver::start() {
+int JobSession::start() {
   auto job_token = common::generate_token();
   auto id = common::generate_token();
   for (const auto* r : {&job_token, &id}) {
@@ -44,8 +43,8 @@ int JobDriver::start() {
   const int np = static_cast<int>(plan_.size());
 
   if (!options_.output_dir.empty()) {
-    const int slots = options_.elastic.enabled ? std::max(np, options_.elastic.max_np) : np;
-    if (common::Status s = sink_.open_log_dir(options_.output_dir, slots); !s.is_ok()) {
+    if (common::Status s = sink_.open_log_dir(options_.output_dir, policy_->slots());
+        !s.is_ok()) {
       error_line(s.message());
       return exit_code::kUsage;
     }
@@ -58,9 +57,9 @@ int JobDriver::start() {
     return exit_code::kInternalError;
   }
   agents_ = std::move(agents).value();
-  watch_ended_.assign(agents_->size(), false);
-  agent_lost_.assign(agents_->size(), false);
-  auto infos = agents_->info_all(start_timeout_, [this] { return first_signal_ != 0; });
+  streams_.start(agents_->size());
+  auto infos =
+      agents_->info_all(first_round_.timeout(), [this] { return first_signal_ != 0; });
   if (!infos.is_ok() && infos.status().code() == common::StatusCode::kCancelled) {
     std::fprintf(stderr, "hvdrun: received %s before the workers started\n",
                  signal_name(first_signal_).c_str());
@@ -88,9 +87,7 @@ int JobDriver::start() {
   }
 
   rendezvous_ = std::make_unique<daemon::RendezvousService>(*job_token, np);
-  if (options_.elastic.enabled) {
-    rendezvous_->enable_elastic(options_.elastic.min_np, options_.elastic.max_np);
-  }
+  policy_->configure(*rendezvous_);
   auto rendezvous_server =
       daemon::GrpcServer::start(network->listen_host, 0, {rendezvous_.get()});
   if (!rendezvous_server.is_ok()) {
@@ -114,7 +111,7 @@ int JobDriver::start() {
   return launch(*job_token, rendezvous_addr, network->bind_addresses);
 }
 
-void JobDriver::print_plan() {
+void JobSession::print_plan() {
   const int np = static_cast<int>(plan_.size());
   const size_t hosts = planned_hosts(plan_).size();
   std::fprintf(stderr, "hvdrun: job %s: %d process%s on %zu host%s (%s)\n", job_id_.c_str(), np,
@@ -127,7 +124,7 @@ void JobDriver::print_plan() {
   }
 }
 
-int JobDriver::launch(const std::string& job_token, const std::string& rendezvous_addr,
+int JobSession::launch(const std::string& job_token, const std::string& rendezvous_addr,
                       const std::vector<std::string>& bind_addresses) {
   std::vector<std::string> bind_of_rank(plan_.size());
   for (size_t agent = 0; agent < agents_->size(); ++agent) {
@@ -136,11 +133,11 @@ int JobDriver::launch(const std::string& job_token, const std::string& rendezvou
     }
   }
   std::error_code cwd_error;
-  cwd_ = std::filesystem::current_path(cwd_error).string();
-  base_env_ = current_environment();
-  settings_env_ = options_.settings.to_environment();
-  job_token_ = job_token;
-  rendezvous_addr_ = rendezvous_addr;
+  base_.cwd = std::filesystem::current_path(cwd_error).string();
+  base_.env = current_environment();
+  base_.settings = options_.settings.to_environment();
+  base_.job_token = job_token;
+  base_.rendezvous_addr = rendezvous_addr;
   std::vector<Environment> envs;
   for (const auto& slot : plan_) {
     envs.push_back(worker_env(slot, bind_of_rank[static_cast<size_t>(slot.rank)]));
@@ -151,8 +148,8 @@ int JobDriver::launch(const std::string& job_token, const std::string& rendezvou
   }
   std::fflush(stderr);
 
-  auto requests = launch_requests(job_id_, agents_->targets(), envs, options_.command, cwd_);
-  common::Status launched = agents_->launch_all(requests, kLaunchTimeout, terminate_grace_);
+  auto requests = launch_requests(job_id_, agents_->targets(), envs, options_.command, base_.cwd);
+  common::Status launched = agents_->launch_all(requests, kLaunchTimeout, stop_.grace());
   if (!launched.is_ok()) {
     // The agent says which command it could not run, and why.
     switch (launched.code()) {
@@ -168,29 +165,18 @@ int JobDriver::launch(const std::string& job_token, const std::string& rendezvou
     }
   }
   launched_ = true;
-  agent_bind_ = bind_addresses;
-  agent_launched_.assign(agents_->size(), true);
-  for (size_t a = 0; a < agents_->size(); ++a) {  // stream i is agent i's first
-    stream_agent_.push_back(a);
-    agent_stream_.push_back(a);
-  }
-  agents_->watch_all(job_id_, queue_);
-  if (options_.elastic.enabled) start_elastic();
+  agents_->watch_all(job_id_, queue_);  // stream i is agent i's first
+  policy_->launched(bind_addresses);
   return exit_code::kSuccess;
 }
 
-Environment JobDriver::worker_env(const RankSlot& slot, const std::string& bind_address) const {
+Environment JobSession::worker_env(const RankSlot& slot, const std::string& bind_address) const {
   // Elastic jobs: HVD_RANK is the worker's slot, below HVD_SIZE = the
   // number of slots (--max-np); its world comes from the rendezvous round.
-  const int np = static_cast<int>(plan_.size());
-  JobContext job{job_id_,
-                 job_token_,
-                 rendezvous_addr_,
-                 bind_address,
-                 options_.elastic.enabled ? std::max(np, options_.elastic.max_np) : np,
-                 options_.network_interfaces};
-  Environment env = worker_environment(base_env_, settings_env_, options_.extra_env, slot, job);
-  if (options_.elastic.enabled) env[common::env::kElastic] = "1";
+  JobContext job{job_id_,      base_.job_token, base_.rendezvous_addr,
+                 bind_address, policy_->slots(), options_.network_interfaces};
+  Environment env = worker_environment(base_.env, base_.settings, options_.extra_env, slot, job);
+  policy_->add_env(env);
   return env;
 }
 

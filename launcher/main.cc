@@ -1,7 +1,7 @@
 // hvdrun: parses the command line, plans ranks onto slots and onto agents
 // (the embedded one for this machine, hvd-agent for remote hosts), reads the
-// agents' credentials when a host is remote, and hands the job to the
-// JobDriver.
+// agents' credentials when a host is remote, and runs the job as a
+// JobSession with the static or the elastic policy.
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -21,11 +21,13 @@
 #include "launcher/cli.h"
 #include "launcher/exit_codes.h"
 #include "launcher/host_resolution.h"
-#include "launcher/job_driver.h"
+#include "launcher/elastic/elastic_policy.h"
+#include "launcher/job_session.h"
 #include "launcher/local_host.h"
 #include "launcher/signal_watcher.h"
 #include "launcher/slot_plan.h"
 #include "launcher/ssh_agents.h"
+#include "launcher/static_policy.h"
 
 namespace {
 
@@ -95,8 +97,14 @@ int run(int argc, char** argv) {
     remote = std::move(credentials).value();
   }
 
-  JobDriver driver(options, std::move(plan).value(), std::move(targets), std::move(remote));
-  return driver.run();
+  JobSession job(options, std::move(plan).value(), std::move(targets), std::move(remote),
+                 [&](JobSession& session) -> std::unique_ptr<JobPolicy> {
+                   if (options.elastic.enabled) {
+                     return std::make_unique<elastic::ElasticPolicy>(session);
+                   }
+                   return std::make_unique<StaticPolicy>(session);
+                 });
+  return job.run();
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // Hints that hvdrun prints once when worker output shows a mistake it can
 // name: a worker that cannot import horovod in a job without
-// --horovod-compat (a copied Horovod script). Used from the driver thread.
+// --horovod-compat (a copied Horovod script). Used from the job session's
+// thread.
 #pragma once
 
 #include <optional>

@@ -1,7 +1,7 @@
 // Where worker output goes: each line to hvdrun's stdout or stderr prefixed
 // "[RANK]<stdout>:" / "[RANK]<stderr>:" like Horovod, flushed per line, and,
 // with --output-filename DIR, the raw line to DIR/rank.N/stdout or stderr.
-// Used from one thread (the job driver's).
+// Used from one thread (the job session's).
 #pragma once
 
 #include <cstdio>

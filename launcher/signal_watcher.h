@@ -1,4 +1,4 @@
-// SIGINT, SIGTERM and SIGHUP to hvdrun become events for the job driver.
+// SIGINT, SIGTERM and SIGHUP to hvdrun become events for the job session.
 // block_termination_signals() must run in main() before any thread starts
 // (gRPC's included), so that every thread inherits the blocked mask and only
 // the watcher's sigtimedwait() ever takes these signals.

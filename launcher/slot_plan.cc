@@ -27,6 +27,7 @@ Result<std::vector<RankSlot>> plan_slots(const std::vector<HostSlots>& hosts, in
     for (int local = 0; local < used; ++local) {
       RankSlot slot;
       slot.rank = rank++;
+      slot.size = np;
       slot.host = h.host;
       slot.local_rank = local;
       slot.local_size = used;

@@ -6,21 +6,15 @@
 #include <string>
 #include <vector>
 
+#include "common/placement.h"
 #include "common/status.h"
 #include "launcher/host_spec.h"
 
 namespace hvd::launcher {
 
-struct RankSlot {
-  int rank = 0;
-  std::string host;  // as named in -H / the hostfile
-  int local_rank = 0;
-  int local_size = 0;  // ranks on this host
-  // Horovod's definition: the index of this host among the hosts that have a
-  // rank with this local_rank, and the number of such hosts.
-  int cross_rank = 0;
-  int cross_size = 0;
-};
+// A rank's slot: its placement (common/placement.h) in the world of -np
+// ranks, on its host as named in -H / the hostfile.
+using RankSlot = common::Placement;
 
 // One entry per rank, in rank order. kInvalidArgument when np < 1 or np is
 // more than the slots of all hosts.

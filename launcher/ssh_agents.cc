@@ -12,7 +12,7 @@
 #include <map>
 
 #include "common/token.h"
-#include "daemon/child_process.h"
+#include "common/child_process.h"
 #include "launcher/worker_env.h"
 
 namespace hvd::launcher {
@@ -86,14 +86,14 @@ common::Status SshAgents::start(std::vector<AgentTarget>& targets, const LaunchO
   };
   for (const AgentTarget& target : targets) {
     if (target.local) continue;
-    daemon::ProcessSpec spec{0, ssh_agent_argv(options, target.host),
+    common::ProcessSpec spec{0, ssh_agent_argv(options, target.host),
                              std::map<std::string, std::string>(env.begin(), env.end()), ""};
-    auto path = daemon::resolve_command(spec);
+    auto path = common::resolve_command(spec);
     if (!path.is_ok()) return failed(target.host, path.status().message());
     int pipe_fds[2];
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return failed(target.host, "cannot create a pipe");
-    daemon::UniqueFd child_stdin = daemon::above_stdio(pipe_fds[0]);
-    auto child = daemon::start_child(spec, *path, child_stdin.get());
+    common::UniqueFd child_stdin = common::above_stdio(pipe_fds[0]);
+    auto child = common::start_child(spec, *path, child_stdin.get());
     if (!child.is_ok()) {
       ::close(pipe_fds[1]);
       return failed(target.host, child.status().message());

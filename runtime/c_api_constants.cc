@@ -6,7 +6,7 @@
 #include "common/status.h"
 #include "hvd/c_api.h"
 #include "runtime/engine/request.h"
-#include "runtime/membership_watch.h"
+#include "daemon/rendezvous/membership_watch.h"
 #include "transports/plugin/transport_plugin.h"
 #include "transports/registry.h"
 

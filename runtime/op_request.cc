@@ -5,7 +5,7 @@
 #include <string>
 
 #include "runtime/arguments.h"
-#include "runtime/scale.h"
+#include "runtime/engine/scale.h"
 
 namespace hvd::runtime {
 
@@ -109,7 +109,7 @@ Status check_reduction(const hvd_op& op, engine::Request& q, const std::string& 
   if (q.dtype == DataType::kBool && q.reduce_op == ReduceOp::kAverage) {
     return invalid_argument(call + ": average is not defined for bool");
   }
-  // Every other type scales as Horovod does (runtime/scale.h: integers in
+  // Every other type scales as Horovod does (runtime/engine/scale.h: integers in
   // float64, truncated); bool has no arithmetic.
   if (!can_scale(q.dtype) && (q.prescale_factor != 1.0 || q.postscale_factor != 1.0)) {
     return invalid_argument(call + ": scale factors other than 1 do not apply to " +

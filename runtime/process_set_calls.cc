@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/logging.h"
-#include "common/round_keys.h"
+#include "daemon/rendezvous/round_keys.h"
 #include "runtime/engine/agreement.h"
 #include "runtime/op_request.h"
 #include "runtime/runtime.h"
@@ -88,7 +88,7 @@ Result<int32_t> Runtime::add_process_set(std::span<const int32_t> ranks) {
   set->rank = me == members.end() ? -1 : static_cast<int>(me - members.begin());
   if (set->rank >= 0) {
     const std::string key_prefix =
-        common::round_key_prefix(epoch_) + "ps" + std::to_string(id) + "/";
+        daemon::round_key_prefix(round_) + "ps" + std::to_string(id) + "/";
     auto transport = connect(key_prefix, set->rank, set->size());
     if (!transport.is_ok()) {
       return transport.status().with_context("hvd_add_process_set: process set " +

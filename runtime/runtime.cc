@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "common/logging.h"
-#include "common/round_keys.h"
+#include "daemon/rendezvous/round_keys.h"
 #include "runtime/discovery/slurm_node_address.h"
 #include "runtime/engine/agreement.h"
 #include "transports/plugin/known_plugins.h"
@@ -46,7 +46,7 @@ Runtime::Runtime(WorldInfo world, config::Settings settings, int64_t first_handl
 
 Runtime::~Runtime() {
   shutdown();
-  spdlog::debug("left the world (epoch {})", epoch_);
+  spdlog::debug("left the world (round {})", round_);
 }
 
 Result<std::unique_ptr<Runtime>> Runtime::init(const EnvLookup& lookup, int64_t first_handle,
@@ -57,7 +57,7 @@ Result<std::unique_ptr<Runtime>> Runtime::init(const EnvLookup& lookup, int64_t 
   HVD_RETURN_IF_ERROR(settings.apply_environment(lookup));
   auto level = common::parse_log_level(settings.get("log_level"));
   if (!level.is_ok()) return level.status();
-  std::string prefix = std::to_string(world->rank) + "@" + world->hostname;
+  std::string prefix = std::to_string(world->rank) + "@" + world->host;
   common::init_logging(prefix, level.value());
 
   auto registry = make_registry(settings);
@@ -82,7 +82,7 @@ transports::TransportContext Runtime::context_for(const std::string& key_prefix,
   context.store = rendezvous_.get();
   context.key_prefix = key_prefix;
   context.bind_address = world_.bind_address;
-  context.host = world_.hostname;
+  context.host = world_.host;
   context.timeout = seconds_setting(settings_, "transport_timeout");
   if (size == world_.size) {
     // The global set: the host layout is known (a process set's is not yet).
@@ -168,13 +168,10 @@ Status Runtime::join() {
   const int slot = slot_ = world_.rank;
   const int last = last_elastic_rank_.load();
   const int prev_rank = last >= 0 ? last : world_.replacement ? -1 : slot;
-  auto joined = rendezvous_->join(slot, world_.size, world_.hostname, getpid(), join_timeout,
-                                  {world_.local_rank, world_.local_size}, prev_rank);
+  auto joined = rendezvous_->join(world_, getpid(), join_timeout, prev_rank);
   if (!joined.is_ok()) return joined.status();
   joined_ = true;
   if (world_.elastic) {
-    world_.rank = joined->rank;
-    world_.size = joined->size;
     last_elastic_rank_ = joined->rank;
   } else if (joined->rank != world_.rank || joined->size != world_.size) {
     return common::failed_precondition(
@@ -183,16 +180,14 @@ Status Runtime::join() {
         " but its environment says rank " + std::to_string(world_.rank) + " of " +
         std::to_string(world_.size));
   }
-  // The world is the round's: its layout is computed over every rank that
-  // joined it (the launcher's variables only said where this worker sits).
-  epoch_ = joined->epoch;
-  world_.local_rank = joined->local_rank;
-  world_.local_size = joined->local_size;
-  world_.cross_rank = joined->cross_rank;
-  world_.cross_size = joined->cross_size;
+  // The world is the round's (an elastic round's rank and size; on this
+  // worker's host): its layout is computed over every rank that joined it
+  // (the launcher's variables only said where this worker sits).
+  round_ = joined->round;
+  static_cast<common::Placement&>(world_) = *joined;
   const auto liveness = seconds_setting(settings_, "heartbeat_timeout_seconds");
   if (liveness.count() > 0) {
-    heartbeat_ = std::make_unique<Heartbeat>(*rendezvous_, slot, epoch_,
+    heartbeat_ = std::make_unique<Heartbeat>(*rendezvous_, slot, round_,
                                              Heartbeat::interval_for(liveness));
   }
   return Status::ok();
@@ -205,13 +200,13 @@ Status Runtime::await_promotion() {
     world_.replacement = true;
     return Status::ok();
   }
-  spdlog::info("hot spare {} on host {}: waiting to be promoted", world_.spare, world_.hostname);
+  spdlog::info("hot spare {} on host {}: waiting to be promoted", world_.spare, world_.host);
   while (true) {
-    auto slot = rendezvous_->await_promotion(world_.spare, world_.hostname, getpid(),
+    auto slot = rendezvous_->await_promotion(world_.spare, world_.host, getpid(),
                                              kPromotionPoll);
     if (!slot.is_ok()) {
       return slot.status().with_context("hot spare " + std::to_string(world_.spare) +
-                                        " on host " + world_.hostname);
+                                        " on host " + world_.host);
     }
     if (!slot->has_value()) continue;  // asks again: the job runs on
     spdlog::info("hot spare {} promoted into slot {}", world_.spare, **slot);
@@ -226,7 +221,7 @@ Status Runtime::await_promotion() {
 Status Runtime::start(int64_t generation) {
   if (world_.has_rendezvous()) HVD_RETURN_IF_ERROR(join());
 
-  const std::string key_prefix = common::round_key_prefix(epoch_) + "cpu/";
+  const std::string key_prefix = daemon::round_key_prefix(round_) + "cpu/";
   auto cpu = connect(key_prefix, world_.rank, world_.size);
   if (!cpu.is_ok()) return cpu.status();
   std::string transport_name(cpu.value()->name());
@@ -242,17 +237,17 @@ Status Runtime::start(int64_t generation) {
     // Membership changes from now on; when members of this round are
     // removed, its collectives fail at once (the engine exists to hear it).
     membership_watch_ = std::make_unique<MembershipWatch>(
-        *rendezvous_, slot_, epoch_, [this](const Status& why) { abort(why); });
+        *rendezvous_, slot_, round_, [this](const Status& why) { abort(why); });
   }
 
   if (std::string path = settings_.get("timeline_filename"); !path.empty()) {
     if (generation > 0) path += "." + std::to_string(generation);
     HVD_RETURN_IF_ERROR(start_timeline(path));
   }
-  spdlog::info("rank {} of {} (local {}/{}, cross {}/{}) ready, epoch {}, cpu transport {}, "
+  spdlog::info("rank {} of {} (local {}/{}, cross {}/{}) ready, round {}, cpu transport {}, "
                "gpu transport {}{} (at the first device op)",
                world_.rank, world_.size, world_.local_rank, world_.local_size, world_.cross_rank,
-               world_.cross_size, epoch_, transport_name, gpu_.setting(),
+               world_.cross_size, round_, transport_name, gpu_.setting(),
                gpu_.hierarchical() ? " with hierarchical allreduce" : "");
   started_ = true;
   return Status::ok();

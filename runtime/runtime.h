@@ -4,7 +4,7 @@
 // CPU transport). Created by init() (joins the job, connects the transport,
 // starts the global set's engine thread); shutdown() (or destruction) stops
 // the engines, failing pending ops with "hvd is shutting down". A later
-// init() joins again and gets the next epoch, hence fresh keys and engines.
+// init() joins again and gets the next round, hence fresh keys and engines.
 //
 // User threads only enqueue (docs/threading.md); the blocking collectives
 // are enqueue + wait, so any thread may call anything in any order, and
@@ -29,12 +29,12 @@
 #include "runtime/discovery/world.h"
 #include "runtime/engine/handle_table.h"
 #include "runtime/engine/process_sets.h"
-#include "runtime/engine/timeline_slot.h"
+#include "runtime/engine/active_timeline.h"
 #include "runtime/engine/world_abort.h"
 #include "runtime/gpu_transport.h"
-#include "runtime/heartbeat.h"
-#include "runtime/membership_watch.h"
-#include "runtime/rendezvous_client.h"
+#include "daemon/rendezvous/heartbeat.h"
+#include "daemon/rendezvous/membership_watch.h"
+#include "daemon/rendezvous/rendezvous_client.h"
 #include "transports/registry.h"
 #include "transports/transport.h"
 
@@ -54,7 +54,7 @@ class Runtime {
   Runtime& operator=(const Runtime&) = delete;
 
   const WorldInfo& world() const { return world_; }
-  int64_t epoch() const { return epoch_; }
+  int64_t round() const { return round_; }
   engine::HandleTable& handles() { return handles_; }
 
   // ---- The engine (docs/engine.md) ----
@@ -139,7 +139,7 @@ class Runtime {
   // a plugin's library, once loaded, stays known to it.
   const transports::TransportRegistry registry_;
   const GpuTransportChoice gpu_;  // the gpu_transport setting, checked against registry_
-  int64_t epoch_ = 0;
+  int64_t round_ = 0;
   int slot_ = -1;  // with a rendezvous: HVD_RANK (elastic jobs: the slot, not the round's rank)
   std::unique_ptr<ForeignJob> foreign_;           // set when a foreign launcher started us
   bool joined_ = false;                           // start() got through the join
@@ -156,7 +156,7 @@ class Runtime {
   // shutdown/init like the rank above.
   static inline std::atomic<int> promoted_slot_{-1};
   engine::HandleTable handles_;
-  engine::TimelineSlot timeline_;
+  engine::ActiveTimeline timeline_;
   engine::WorldAbort abort_;      // before sets_: engines call abort() until they stop
   engine::ProcessSetTable sets_;  // declared after what the engines use: stopped first
 

@@ -49,6 +49,22 @@ Status check_counts(std::span<const int64_t> counts, int size, size_t bytes, con
 
 }  // namespace
 
+Status check_context(std::string_view transport, const TransportContext& ctx) {
+  const std::string who(transport);
+  if (ctx.size < 1 || ctx.rank < 0 || ctx.rank >= ctx.size) {
+    return invalid_argument(who + " transport: rank " + std::to_string(ctx.rank) +
+                            " is not a rank of a world of size " + std::to_string(ctx.size));
+  }
+  if (ctx.size > 1 && ctx.store == nullptr) {
+    return invalid_argument(who + " transport: a world of size " + std::to_string(ctx.size) +
+                            " needs a rendezvous store");
+  }
+  if (ctx.timeout.count() <= 0) {
+    return invalid_argument(who + " transport: the timeout must be positive");
+  }
+  return Status::ok();
+}
+
 int64_t total(std::span<const int64_t> counts) {
   return std::accumulate(counts.begin(), counts.end(), int64_t{0});
 }

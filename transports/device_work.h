@@ -1,6 +1,6 @@
 // Work on one device's memory around a collective, without a communicator:
 // device and pinned host memory, batched copies, the end of a reduction
-// (runtime/scale.h's finish_reduction) and a bounded wait. The engine's
+// (runtime/engine/scale.h's finish_reduction) and a bounded wait. The engine's
 // device data plane (runtime/engine/device_data_plane.h) and the staging of
 // CUDA tensors for the CPU transport (transports/staging/) use it. A CUDA
 // transport plugin of ABI version 2 provides it (plugin/plugin_device.h:

@@ -6,6 +6,9 @@ namespace hvd::transports {
 
 Layout layout_of(const std::vector<std::string>& hosts, int rank) {
   Layout out;
+  out.rank = rank;
+  out.size = static_cast<int>(hosts.size());
+  out.host = hosts.at(static_cast<size_t>(rank));
   std::map<std::string, int> index;  // host -> cross rank
   for (size_t r = 0; r < hosts.size(); ++r) {
     auto [it, added] = index.emplace(hosts[r], static_cast<int>(out.hosts.size()));
@@ -13,7 +16,7 @@ Layout layout_of(const std::vector<std::string>& hosts, int rank) {
     out.hosts[static_cast<size_t>(it->second)].push_back(static_cast<int>(r));
   }
   out.cross_size = static_cast<int>(out.hosts.size());
-  out.cross_rank = index.at(hosts.at(static_cast<size_t>(rank)));
+  out.cross_rank = index.at(out.host);
   const auto& mine = out.hosts[static_cast<size_t>(out.cross_rank)];
   out.local_size = static_cast<int>(mine.size());
   for (size_t i = 0; i < mine.size(); ++i) {

@@ -8,21 +8,23 @@
 // Hosts are numbered in the order of their lowest rank (cross ranks); the
 // ranks of a host in rank order (local ranks). A layout is homogeneous
 // when every host has the same number of ranks.
+//
+// Note: these cross ranks number the hosts (this rank's host among the
+// world's hosts), which is Horovod's cross rank on a homogeneous layout.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "common/placement.h"
 #include "common/status.h"
 #include "transports/registry.h"
 
 namespace hvd::transports {
 
-struct Layout {
-  int local_rank = 0;
-  int local_size = 1;
-  int cross_rank = 0;
-  int cross_size = 1;
+// This rank's placement in the world (its host the one it gave), and the
+// hosts' ranks.
+struct Layout : common::Placement {
   bool homogeneous = true;
   // For each host (by cross rank), its ranks in rank order.
   std::vector<std::vector<int>> hosts;

@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "common/placement.h"
 #include "common/status.h"
 #include "common/store.h"
 #include "transports/device_work.h"
@@ -45,29 +46,28 @@ struct TransportInfo {
   Availability availability;
 };
 
-// What a factory gets to build a transport for one world.
-struct TransportContext {
-  int rank = 0;
-  int size = 1;
+// What a factory gets to build a transport for one world: this rank's
+// placement in it and how to reach its peers.
+//
+// The placement's host is the launcher's name for this rank's host
+// (layout.h: ranks that give the same name share a host); empty when
+// unknown (all such ranks count as one host). Its local_size is the ranks
+// of this world on this rank's host when the caller knows them, and
+// cross_size the hosts' number: both start at 0, unknown (placement.h),
+// unlike a Placement's. A transport that needs every rank on one host (shm)
+// refuses at once when local_size is known and below `size`, and otherwise
+// checks through the store. Plugins such as NCCL get the whole placement.
+struct TransportContext : common::Placement {
+  TransportContext() {
+    local_size = 0;
+    cross_size = 0;
+  }
+
   common::Store* store = nullptr;    // peers publish and find addresses here
-  std::string key_prefix;            // unique per world (job epoch, process set)
+  std::string key_prefix;            // unique per world (job round, process set)
   std::string bind_address = "127.0.0.1";  // local address to listen on
   std::chrono::milliseconds timeout{30000};
-  // Ranks of this world on this rank's host, when the caller knows them (0:
-  // unknown). A transport that needs every rank on one host (shm) refuses at
-  // once when it is below `size`, and otherwise checks through the store.
-  int local_size = 0;
-  // The launcher's name for this rank's host (layout.h: ranks that give the
-  // same name share a host); empty when unknown (all such ranks count as one
-  // host).
-  std::string host;
-  // The rest of the layout (plugins such as NCCL need it): this rank on its
-  // host, the host among hosts (cross_size 0: unknown), the device ordinal
-  // (-1: none).
-  int local_rank = 0;
-  int cross_rank = 0;
-  int cross_size = 0;
-  int device = -1;
+  int device = -1;                   // the device ordinal (-1: none)
 };
 
 using TransportFactory =

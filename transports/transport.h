@@ -4,6 +4,8 @@
 // within the transport timeout; a failure leaves the transport failed: later
 // calls return the same error (a dead peer is not forgotten). Collectives
 // come from one thread at a time; abort() (below) may come from any thread.
+// A transport derives from TransportBase (transport_base.h), which keeps
+// this contract and the argument checks, and implements the collectives.
 //
 // Buffers are bytes; every count below is in bytes and a multiple of the
 // element size where a DataType is given.

@@ -1,6 +1,6 @@
-// Runs the host discovery script (launcher/host_discovery.h) of an elastic
-// job every `interval` on a thread of its own, each run within `timeout`,
-// and pushes each result onto the driver's queue as a HostsDiscovered event
+// Runs the host discovery script (host_discovery.h) of an elastic job
+// every `interval` on a thread of its own, each run within `timeout`, and
+// pushes each result onto the job session's queue as a HostsDiscovered event
 // (an empty list is a valid answer: no host is usable now). The first run
 // comes one interval after the start (the job's first hosts came from the
 // run at start). stop() (and the destructor) ends the thread; a run in

@@ -1,5 +1,5 @@
 // The state machine of an elastic job (docs/elastic.md), pure logic: the
-// driver (launcher/job_elastic.cc) feeds it what happens — worker exits,
+// elastic policy (elastic_policy.h) feeds it what happens — worker exits,
 // lost agents, discovery results, silent workers, joins and rounds, the
 // clock — and carries out the actions it returns. States:
 //

@@ -6,7 +6,7 @@
 // a cooldown that doubles with every blacklisting of that host, from the
 // low to the high end of --blacklist-cooldown-range. A blacklisted host
 // gets no new workers; the ones it runs go on. Pure bookkeeping: the caller
-// supplies the clock; not thread-safe (the driver thread owns it).
+// supplies the clock; not thread-safe (the job session's thread owns it).
 #pragma once
 
 #include <chrono>

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "common/status.h"
-#include "runtime/rendezvous_client.h"
+#include "daemon/rendezvous/rendezvous_client.h"
 #include "runtime/discovery/rendezvous_host.h"
 #include "runtime/discovery/world.h"
 

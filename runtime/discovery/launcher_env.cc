@@ -338,7 +338,7 @@ Result<std::optional<Detected>> slurm(const Vars& vars) {
                                std::to_string(step->value_or(0));
   w.job_id = "slurm-" + job_step;
   d.token_material = "slurm|" + job_step;
-  if (const char* node = vars.get("SLURMD_NODENAME"); node != nullptr) w.hostname = node;
+  if (const char* node = vars.get("SLURMD_NODENAME"); node != nullptr) w.host = node;
   const bool one_host = w.local_size == w.size;
   d.host = [&vars, one_host] { return slurm_first_host(vars, one_host); };
   if (!one_host) {

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "common/placement.h"
 #include "common/status.h"
 #include "runtime/discovery/slurm_node_address.h"
 #include "runtime/discovery/world.h"
@@ -24,26 +25,19 @@ inline constexpr char kRendezvousPortVar[] = "HVD_RENDEZVOUS_PORT";
 inline constexpr int kForeignPortBase = 29472;
 inline constexpr int kForeignPortRange = 2000;
 
-struct LauncherWorld {
+// What the launcher's variables say of where this process sits; the
+// rendezvous round computes the world's cross ranks from every rank's local
+// rank and replaces these (Open MPI tells a process nothing about its host's
+// index: a guess). The host is the launcher's name for this node (Slurm:
+// SLURMD_NODENAME); empty when it gives none.
+struct LauncherWorld : common::Placement {
   std::string launcher;  // "torchrun", "openmpi" or "slurm"
-  int rank = 0;
-  int size = 1;
-  int local_rank = 0;
-  int local_size = 1;
-  // What the launcher's variables say; the rendezvous round computes the
-  // world's cross ranks from every rank's local rank and replaces these
-  // (Open MPI tells a process nothing about its host's index: a guess).
-  int cross_rank = 0;
-  int cross_size = 1;
   // Empty (and port 0, no token) when size == 1: a world of one needs no rendezvous.
   std::string rendezvous_host;
   int rendezvous_port = 0;
   // Where rendezvous_host came from, for messages ("MASTER_ADDR", "the
   // NodeAddr of Slurm node n1, the first of SLURM_STEP_NODELIST").
   std::string rendezvous_origin;
-  // The launcher's name for this node (Slurm: SLURMD_NODENAME); empty when
-  // it gives none.
-  std::string hostname;
   std::string job_token;       // secret when it came from HVD_JOB_TOKEN: never logged
   bool token_derived = false;  // true: derived from the job's identifiers (runtime/job_token.h)
   std::string job_id;

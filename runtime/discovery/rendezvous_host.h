@@ -9,8 +9,8 @@
 #include <string>
 
 #include "common/status.h"
-#include "daemon/grpc_server.h"
-#include "daemon/rendezvous_service.h"
+#include "proto/grpc_server.h"
+#include "daemon/rendezvous/rendezvous_service.h"
 
 namespace hvd::runtime {
 

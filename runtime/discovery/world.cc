@@ -73,13 +73,8 @@ std::string local_hostname() {
 // A worker that a foreign launcher started.
 Result<WorldInfo> from_launcher(const LauncherWorld& launched, const EnvLookup& lookup) {
   WorldInfo world;
+  static_cast<common::Placement&>(world) = launched;
   world.launcher = launched.launcher;
-  world.rank = launched.rank;
-  world.size = launched.size;
-  world.local_rank = launched.local_rank;
-  world.local_size = launched.local_size;
-  world.cross_rank = launched.cross_rank;
-  world.cross_size = launched.cross_size;
   world.rendezvous_addr = launched.rendezvous_addr();
   world.rendezvous_host = launched.rendezvous_host;
   world.rendezvous_port = launched.rendezvous_port;
@@ -88,9 +83,9 @@ Result<WorldInfo> from_launcher(const LauncherWorld& launched, const EnvLookup& 
   world.token_derived = launched.token_derived;
   world.job_id = launched.job_id;
   const char* host = lookup(env::kHostname);
-  world.hostname = (host != nullptr && *host != '\0') ? host
-                   : !launched.hostname.empty()       ? launched.hostname
-                                                      : local_hostname();
+  world.host = (host != nullptr && *host != '\0') ? host
+               : !launched.host.empty()           ? launched.host
+                                                  : local_hostname();
   if (const char* bind = lookup(env::kBindAddress); bind != nullptr && *bind != '\0') {
     world.bind_address = bind;
   } else if (world.local_size < world.size) {
@@ -159,7 +154,7 @@ Result<WorldInfo> read_world(const EnvLookup& raw_lookup, const NodeAddrQuery& n
     world.bind_address = bind;
   }
   const char* host = lookup(env::kHostname);
-  world.hostname = (host != nullptr && *host != '\0') ? host : local_hostname();
+  world.host = (host != nullptr && *host != '\0') ? host : local_hostname();
   auto flag = [&](const char* name) {
     const char* v = lookup(name);
     return v != nullptr && std::string(v) == "1";

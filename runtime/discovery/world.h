@@ -9,6 +9,7 @@
 #include <functional>
 #include <string>
 
+#include "common/placement.h"
 #include "common/status.h"
 #include "runtime/discovery/slurm_node_address.h"
 
@@ -20,17 +21,13 @@ using common::Status;
 // getenv-shaped: nullptr when the variable is unset.
 using EnvLookup = std::function<const char*(const char*)>;
 
-struct WorldInfo {
-  int rank = 0;
-  int size = 1;
-  int local_rank = 0;  // defaults: every rank on one host
-  int local_size = 1;
-  int cross_rank = 0;
-  int cross_size = 1;
+// Where this worker sits (its host: HVD_HOSTNAME, else its foreign
+// launcher's name for the node, else gethostname(); the defaults: a world of
+// one), and how it reaches the rest of the job.
+struct WorldInfo : common::Placement {
   std::string rendezvous_addr;  // host:port; empty when there is no rendezvous
   std::string job_token;        // secret: never logged, never in a message
   std::string job_id;
-  std::string hostname;         // HVD_HOSTNAME, else gethostname()
   std::string bind_address = "127.0.0.1";
   bool elastic = false;      // HVD_ELASTIC=1: rank is the slot; the round gives the world
   bool replacement = false;  // HVD_REPLACEMENT=1: new to the job's rounds

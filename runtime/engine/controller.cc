@@ -40,8 +40,8 @@ HeaderView Controller::header(int r) const {
   return HeaderView(std::span<const uint8_t>(headers_in_.data() + hb * static_cast<size_t>(r), hb));
 }
 
-bool Controller::has_bit(int r, size_t slot) const {
-  return ((header(r).word(slot / 64) >> (slot % 64)) & 1u) != 0;
+bool Controller::has_bit(int r, size_t bit) const {
+  return ((header(r).word(bit / 64) >> (bit % 64)) & 1u) != 0;
 }
 
 void Controller::add(std::vector<Entry>& drained, CyclePlan& plan) {
@@ -58,8 +58,8 @@ void Controller::add(std::vector<Entry>& drained, CyclePlan& plan) {
       continue;
     }
     e.announced = false;
-    auto slot = cache_.lookup(e.request);
-    e.cache_slot = slot ? static_cast<int64_t>(*slot) : -1;
+    auto bit = cache_.lookup(e.request);
+    e.cache_bit = bit ? static_cast<int64_t>(*bit) : -1;
     std::string name = e.request.name;
     auto [it, inserted] = pending_.try_emplace(std::move(name), std::move(e));
     if (!inserted) {  // the queue refuses duplicates; kept as a safety net
@@ -75,9 +75,9 @@ Status Controller::exchange(bool stop, bool blocked) {
   announce_.clear();
   std::fill(bits_.begin(), bits_.end(), 0);
   for (auto& [name, e] : pending_) {
-    if (e.cache_slot >= 0) {
-      auto slot = static_cast<size_t>(e.cache_slot);
-      bits_[slot / 64] |= uint64_t{1} << (slot % 64);
+    if (e.cache_bit >= 0) {
+      auto bit = static_cast<size_t>(e.cache_bit);
+      bits_[bit / 64] |= uint64_t{1} << (bit % 64);
     } else if (!e.announced) {
       announce_.push_back(&e.request);
       e.announced = true;
@@ -181,10 +181,10 @@ Status Controller::read_payloads() {
   bool erased = false;
   for (Request& request : decoded_) {
     // A full announcement of a cached name (with another signature) retires
-    // the slot everywhere: its bit holders announce in full next cycle.
-    if (auto slot = cache_.find_name(request.name)) {
-      cache_.erase(*slot);
-      partial_slots_.erase(*slot);
+    // the cache bit everywhere: its holders announce in full next cycle.
+    if (auto bit = cache_.find_name(request.name)) {
+      cache_.erase(*bit);
+      partial_bits_.erase(*bit);
       erased = true;
     }
     auto [it, inserted] = table_.try_emplace(request.name);
@@ -207,9 +207,9 @@ Status Controller::read_payloads() {
 
 void Controller::revalidate_bits() {
   for (auto& [name, e] : pending_) {
-    if (e.cache_slot < 0) continue;
-    auto slot = cache_.lookup(e.request);
-    if (!slot || static_cast<int64_t>(*slot) != e.cache_slot) e.cache_slot = -1;
+    if (e.cache_bit < 0) continue;
+    auto bit = cache_.lookup(e.request);
+    if (!bit || static_cast<int64_t>(*bit) != e.cache_bit) e.cache_bit = -1;
   }
 }
 
@@ -222,12 +222,12 @@ void Controller::take_entry(const std::string& name, Response& resp) {
 }
 
 // rows: see Response. `row` is null for a cached response (then the ranks
-// holding the op are those with the slot's bit).
-void Controller::set_rows(Response& resp, const Row* row, size_t slot) {
+// holding the op are those with the bit set).
+void Controller::set_rows(Response& resp, const Row* row, size_t bit) {
   const Request& op = resp.op();
   const int n = size();
   auto holds = [&](int r) {
-    return row != nullptr ? row->announced[static_cast<size_t>(r)] != 0 : has_bit(r, slot);
+    return row != nullptr ? row->announced[static_cast<size_t>(r)] != 0 : has_bit(r, bit);
   };
   auto request_of = [&](int r) -> const Request& {
     return row != nullptr ? row->requests[static_cast<size_t>(r)] : op;
@@ -275,31 +275,31 @@ void Controller::collect_cached(CyclePlan& plan) {
     }
     uint64_t ready = all & any;
     for (uint64_t bits = any; bits != 0; bits &= bits - 1) {
-      size_t slot = w * 64 + static_cast<size_t>(__builtin_ctzll(bits));
-      if (!cache_.occupied(slot)) continue;  // erased this cycle
-      bool is_ready = ((ready >> (slot % 64)) & 1u) != 0;
+      size_t bit = w * 64 + static_cast<size_t>(__builtin_ctzll(bits));
+      if (!cache_.occupied(bit)) continue;  // erased this cycle
+      bool is_ready = ((ready >> (bit % 64)) & 1u) != 0;
       if (!is_ready) {
-        auto [it, inserted] = partial_slots_.try_emplace(slot, clock_ns_, cycle_);
+        auto [it, inserted] = partial_bits_.try_emplace(bit, clock_ns_, cycle_);
         it->second.second = cycle_;
         continue;
       }
-      partial_slots_.erase(slot);
+      partial_bits_.erase(bit);
       Response& resp = plan.responses.emplace_back();
-      resp.cache_slot = static_cast<int64_t>(slot);
-      const Request& cached = cache_.at(slot);
+      resp.cache_bit = static_cast<int64_t>(bit);
+      const Request& cached = cache_.at(bit);
       auto it = pending_.find(cached.name);
-      if (it != pending_.end() && it->second.cache_slot == static_cast<int64_t>(slot)) {
+      if (it != pending_.end() && it->second.cache_bit == static_cast<int64_t>(bit)) {
         take_entry(cached.name, resp);
       } else {
         resp.request = cached;  // this rank joined without it
       }
-      set_rows(resp, nullptr, slot);
+      set_rows(resp, nullptr, bit);
       counters_.bump(counters_.cache_hits);
     }
   }
-  // Slots no longer partially set (agreed, or their holders moved on).
-  for (auto it = partial_slots_.begin(); it != partial_slots_.end();) {
-    it = it->second.second == cycle_ ? std::next(it) : partial_slots_.erase(it);
+  // Bits no longer partially set (agreed, or their holders moved on).
+  for (auto it = partial_bits_.begin(); it != partial_bits_.end();) {
+    it = it->second.second == cycle_ ? std::next(it) : partial_bits_.erase(it);
   }
 }
 
@@ -405,9 +405,9 @@ void Controller::complete_join(CyclePlan& plan) {
 void Controller::finish(const CyclePlan& plan) {
   bool put = false;
   for (const Response& resp : plan.responses) {
-    if (resp.cache_slot >= 0) {
-      auto slot = static_cast<size_t>(resp.cache_slot);
-      if (cache_.occupied(slot)) cache_.touch(slot);
+    if (resp.cache_bit >= 0) {
+      auto bit = static_cast<size_t>(resp.cache_bit);
+      if (cache_.occupied(bit)) cache_.touch(bit);
     } else if (resp.cacheable) {
       put = cache_.put(resp.op()).has_value() || put;
     }
@@ -423,7 +423,7 @@ void Controller::take_all(std::vector<Entry>& out) {
     join_entry_.reset();
   }
   table_.clear();
-  partial_slots_.clear();
+  partial_bits_.clear();
 }
 
 }  // namespace hvd::runtime::engine

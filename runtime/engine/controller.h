@@ -98,13 +98,13 @@ class Controller {
   HeaderView header(int r) const;
   bool joined(int r) const { return joined_cycle_[static_cast<size_t>(r)] >= 0; }
   int global(int r) const { return options_.global_ranks[static_cast<size_t>(r)]; }
-  bool has_bit(int r, size_t slot) const;
+  bool has_bit(int r, size_t bit) const;
 
   common::Status read_payloads();
   void revalidate_bits();
   void collect_cached(CyclePlan& plan);
   void collect_rows(CyclePlan& plan);
-  void set_rows(Response& resp, const Row* row, size_t slot);
+  void set_rows(Response& resp, const Row* row, size_t bit);
   // controller_stalls.cc: what is pending (with_complete: also complete
   // rows waiting for their group), stall warnings and expiry, no progress.
   void collect_pending(std::vector<PendingTensor>& out, bool with_complete) const;
@@ -133,8 +133,8 @@ class Controller {
   std::optional<Entry> join_entry_;
   std::map<std::string, Row> table_;               // names announced in full
   std::vector<int64_t> joined_cycle_;              // per rank: cycle its join began, or -1
-  // Slots with some bits set but not all: first seen (rank 0's clock), last cycle seen.
-  std::map<size_t, std::pair<int64_t, int64_t>> partial_slots_;
+  // Bits with some bits set but not all: first seen (rank 0's clock), last cycle seen.
+  std::map<size_t, std::pair<int64_t, int64_t>> partial_bits_;
   int64_t last_stall_check_ns_ = 0;
   bool stall_checked_ = false;
 

@@ -51,14 +51,14 @@ void Controller::collect_pending(std::vector<PendingTensor>& out, bool with_comp
     if (row.complete_cycle >= 0 && !with_complete) continue;  // complete, waiting for its group
     add(name, row.first_seen_ns, [&](int r) { return row.announced[static_cast<size_t>(r)] != 0; });
   }
-  for (const auto& [slot, seen] : partial_slots_) {
-    add(cache_.at(slot).name, seen.first, [&](int r) { return has_bit(r, slot); });
+  for (const auto& [bit, seen] : partial_bits_) {
+    add(cache_.at(bit).name, seen.first, [&](int r) { return has_bit(r, bit); });
   }
 }
 
 bool Controller::has_news() const {
   return std::any_of(pending_.begin(), pending_.end(),
-                     [](const auto& p) { return p.second.cache_slot < 0 && !p.second.announced; });
+                     [](const auto& p) { return p.second.cache_bit < 0 && !p.second.announced; });
 }
 
 void Controller::note_waiting() {
@@ -68,8 +68,8 @@ void Controller::note_waiting() {
   for (const auto& [name, row] : table_) {
     for (int r = 0; r < n; ++r) waits_[static_cast<size_t>(r)] |= row.announced[static_cast<size_t>(r)];
   }
-  for (const auto& [slot, seen] : partial_slots_) {
-    for (int r = 0; r < n; ++r) waits_[static_cast<size_t>(r)] |= has_bit(r, slot) ? 1 : 0;
+  for (const auto& [bit, seen] : partial_bits_) {
+    for (int r = 0; r < n; ++r) waits_[static_cast<size_t>(r)] |= has_bit(r, bit) ? 1 : 0;
   }
   every_rank_waits_ = std::all_of(waits_.begin(), waits_.end(), [](uint8_t w) { return w != 0; });
 }
@@ -77,7 +77,7 @@ void Controller::note_waiting() {
 void Controller::inspect_stalls(CyclePlan& plan) {
   if (options_.stall_warning.count() == 0 && options_.stall_shutdown.count() == 0) return;
   if (stall_checked_ && clock_ns_ - last_stall_check_ns_ < kStallCheckPeriodNs) return;
-  if (table_.empty() && partial_slots_.empty()) return;
+  if (table_.empty() && partial_bits_.empty()) return;
   stall_checked_ = true;
   last_stall_check_ns_ = clock_ns_;
   collect_pending(stalled_, false);
@@ -112,8 +112,8 @@ void Controller::inspect_stalls(CyclePlan& plan) {
           }
         }
       }
-    } else if (auto slot = cache_.find_name(name)) {
-      partial_slots_.erase(*slot);
+    } else if (auto bit = cache_.find_name(name)) {
+      partial_bits_.erase(*bit);
     }
     for (const std::string& failed : names) {
       Response& resp = plan.responses.emplace_back();
@@ -149,7 +149,7 @@ void Controller::fail_pending(const Status& error, CyclePlan& plan) {
     if (!resp.has_entry) resp.request.name = name;
   }
   table_.clear();
-  partial_slots_.clear();
+  partial_bits_.clear();
   for (auto& [name, entry] : pending_) {
     Response& resp = plan.responses.emplace_back();
     resp.error = error;

@@ -2,7 +2,7 @@
 // fusion buffer, engine-allocated outputs, packing (times prescale) and
 // unpacking (an Average's division, postscale), the in-place scaling of a
 // batch of one, and the wait that bounds a batch's completion.
-//  - HostDataPlane (host_data_plane.h): host memory, runtime/scale.h on the
+//  - HostDataPlane (host_data_plane.h): host memory, runtime/engine/scale.h on the
 //    CPU. CPU ops; it is what the executor always did.
 //  - DeviceDataPlane (device_data_plane.h): device memory through a
 //    DeviceWork (a CUDA plugin's device_* functions), on the ops' stream,

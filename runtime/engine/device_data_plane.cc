@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "runtime/scale.h"
+#include "runtime/engine/scale.h"
 
 namespace hvd::runtime::engine {
 

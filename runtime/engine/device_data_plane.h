@@ -18,7 +18,7 @@
 // as needed and freed with the plane (with the set's DeviceRoute); an
 // engine-allocated output holds the work, so it outlives the engine safely.
 // Bool has no arithmetic: an Average or a scaling of bool fails like the
-// host's (runtime/scale.h's message), before anything is enqueued.
+// host's (runtime/engine/scale.h's message), before anything is enqueued.
 #pragma once
 
 #include <memory>

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "runtime/engine/host_data_plane.h"
-#include "runtime/scale.h"
+#include "runtime/engine/scale.h"
 
 namespace hvd::runtime::engine {
 

@@ -4,7 +4,7 @@
 #include <cstring>
 #include <limits>
 
-#include "runtime/scale.h"
+#include "runtime/engine/scale.h"
 
 namespace hvd::runtime::engine {
 

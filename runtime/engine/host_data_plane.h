@@ -1,5 +1,5 @@
 // The DataPlane of CPU ops (data_plane.h): host memory, the FusionBuffer and
-// runtime/scale.h, exactly what the executor did before there were device
+// runtime/engine/scale.h, exactly what the executor did before there were device
 // ops (no extra copy, nothing to wait for).
 #pragma once
 

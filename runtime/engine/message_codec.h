@@ -35,7 +35,7 @@ inline constexpr uint32_t kFlagJoined = 1u << 0;    // this rank's join() is pen
 inline constexpr uint32_t kFlagShutdown = 1u << 1;  // this rank stops the set's engine
 inline constexpr uint32_t kFlagBlocked = 1u << 2;   // a thread waits for one of the set's ops
 
-// Header size in bytes for a cache of `cache_capacity` slots.
+// Header size in bytes for a cache of `cache_capacity` bits.
 size_t header_bytes(size_t cache_capacity);
 // Number of 64-bit words of the cache bit vector.
 size_t cache_words(size_t cache_capacity);

@@ -24,7 +24,7 @@ struct Response {
   // allgather: rows (first dimension) each rank contributes; alltoall: rows
   // each rank sends to this rank. 0 for a rank that joined without the op.
   std::vector<int64_t> rows;
-  int64_t cache_slot = -1;  // agreed through this cache slot's bits
+  int64_t cache_bit = -1;  // agreed through this cache bit (in every rank's bit vector)
   bool cacheable = false;   // enters the cache after this cycle
   bool done = false;        // its handle was completed
   OpOutput output;          // what the executor produced for the handle

@@ -34,7 +34,7 @@ std::string set_name(int32_t id) {
 }  // namespace
 
 SetEngine::SetEngine(SetEngineOptions options, std::unique_ptr<transports::Transport> transport,
-                     HandleTable& handles, const TimelineSlot* timeline)
+                     HandleTable& handles, const ActiveTimeline* timeline)
     : options_(std::move(options)),
       prefix_(options_.process_set_id == 0 ? ""
                                            : "ps" + std::to_string(options_.process_set_id) + "/"),

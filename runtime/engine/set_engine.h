@@ -50,7 +50,7 @@
 #include "runtime/engine/fusion_planner.h"
 #include "runtime/engine/handle_table.h"
 #include "runtime/engine/tensor_queue.h"
-#include "runtime/engine/timeline_slot.h"
+#include "runtime/engine/active_timeline.h"
 #include "transports/transport.h"
 
 namespace hvd::runtime::engine {
@@ -83,7 +83,7 @@ class SetEngine {
  public:
   // Starts the engine thread. `timeline` may be null (never a timeline).
   SetEngine(SetEngineOptions options, std::unique_ptr<transports::Transport> transport,
-            HandleTable& handles, const TimelineSlot* timeline);
+            HandleTable& handles, const ActiveTimeline* timeline);
   // stop()s the engine if it still runs.
   ~SetEngine();
   SetEngine(const SetEngine&) = delete;
@@ -127,7 +127,7 @@ class SetEngine {
   std::string prefix_;  // timeline rows: "" for the global set, "ps<id>/" otherwise
   std::unique_ptr<transports::Transport> transport_;
   HandleTable& handles_;
-  const TimelineSlot* timeline_;
+  const ActiveTimeline* timeline_;
   EngineCounters counters_;
   Controller controller_;
   Executor executor_;

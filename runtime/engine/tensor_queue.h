@@ -52,7 +52,7 @@ struct Entry {
   Clock::time_point enqueued{};
 
   // Engine-thread bookkeeping (the controller's).
-  int64_t cache_slot = -1;     // >= 0: announced through this cache slot's bit
+  int64_t cache_bit = -1;     // >= 0: announced through this cache bit
   bool announced = false;      // sent in full in a negotiation payload
   const Timeline* negotiate_timeline = nullptr;  // recorded NEGOTIATE's begin
 };

@@ -12,7 +12,7 @@
 //   nccl_ops_gpu_test device   the device_* functions (ABI version 2): batched
 //                              copies of odd sizes and alignments, staging
 //                              through pinned host memory, and device_scale
-//                              equal to runtime/scale.h's finish_reduction
+//                              equal to runtime/engine/scale.h's finish_reduction
 //                              for every type but float16, which follows
 //                              Horovod's CUDA kernels (factor in half)
 #include <cuda_runtime_api.h>
@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "common/half.h"
-#include "runtime/scale.h"
+#include "runtime/engine/scale.h"
 #include "transports/plugin/known_plugins.h"
 #include "transports/plugin/plugin_loader.h"
 #include "transports/registry.h"

@@ -3,7 +3,7 @@
 cycle time and (on shm) the transport's chunk; every result stays exact
 throughout, the log holds every sample and a settled line, and the job
 completes. (Convergence to the best parameters is proven on a synthetic
-score in tests/unit/autotune/, where timing noise cannot make it flaky.)"""
+score in tests/unit/runtime/autotune/, where timing noise cannot make it flaky.)"""
 import csv
 import pathlib
 

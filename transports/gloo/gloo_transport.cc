@@ -53,10 +53,6 @@ void ignore_sigpipe() {
   }
 }
 
-std::string where(int rank, int size) {
-  return "rank " + std::to_string(rank) + " of " + std::to_string(size);
-}
-
 // gloo reports timeouts and lost peers alike as IoException.
 StatusCode io_error_code(const char* what) {
   return std::strstr(what, "Timed out") != nullptr ? StatusCode::kTimeout : StatusCode::kUnavailable;
@@ -162,17 +158,7 @@ GlooTransport::~GlooTransport() {
 }
 
 Result<std::unique_ptr<Transport>> GlooTransport::connect(const TransportContext& ctx) {
-  if (ctx.size < 1 || ctx.rank < 0 || ctx.rank >= ctx.size) {
-    return common::invalid_argument("gloo transport: rank " + std::to_string(ctx.rank) +
-                                    " is not a rank of a world of size " + std::to_string(ctx.size));
-  }
-  if (ctx.size > 1 && ctx.store == nullptr) {
-    return common::invalid_argument("gloo transport: a world of size " + std::to_string(ctx.size) +
-                                    " needs a rendezvous store");
-  }
-  if (ctx.timeout.count() <= 0) {
-    return common::invalid_argument("gloo transport: the timeout must be positive");
-  }
+  HVD_RETURN_IF_ERROR(check_context(kName, ctx));
   ignore_sigpipe();
   std::shared_ptr<::gloo::transport::Device> device;
   try {
@@ -217,31 +203,24 @@ Result<std::unique_ptr<Transport>> GlooTransport::connect(const TransportContext
 std::string_view GlooTransport::name() const { return kName; }
 
 template <typename Body>
-Status GlooTransport::run(std::string_view op, Body&& body) {
-  HVD_RETURN_IF_ERROR(failure());
-  std::string prefix = "gloo " + std::string(op) + " failed on " + where(rank_, size_) + ": ";
+Status GlooTransport::guarded(std::string_view op, Body&& body) {
   try {
     body();
     return Status::ok();
   } catch (const ::gloo::IoException& e) {
-    return fail(Status(io_error_code(e.what()), prefix + e.what()));
+    return failed(op, Status(io_error_code(e.what()), e.what()));
   } catch (const std::exception& e) {  // ::gloo::EnforceNotMet (an assertion) and the rest
-    return fail(Status(StatusCode::kInternal, prefix + e.what()));
+    return failed(op, Status(StatusCode::kInternal, e.what()));
   }
 }
 
-Status GlooTransport::failure() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return failure_;
+Status GlooTransport::check_reduction(Reduction /*collective*/, DataType type, ReduceOp op) const {
+  return reduce_function(kName, type, op).status();
 }
 
-Status GlooTransport::fail(Status error) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    // After an abort, whatever the closed sockets made gloo throw is the abort.
-    if (!failure_.is_ok()) return failure_;
-    failure_ = error;
-  }
+void GlooTransport::on_failure(const Status& error) {
+  // (After an abort, whatever the closed sockets made gloo throw is the
+  // abort: TransportBase returns the abort's Status, and this does not run.)
   // The caller gets the error and reports it (hvd's engine: one warning,
   // Runtime::abort's, that names this failure): details here.
   spdlog::info("{}", error.message());
@@ -249,7 +228,6 @@ Status GlooTransport::fail(Status error) {
   // the sockets open: shut them all down (the transport is failed for good)
   // so that peers see this rank leave, as they did before ours existed.
   shut_down_sockets();
-  return error;
 }
 
 void GlooTransport::shut_down_sockets() const {
@@ -258,29 +236,18 @@ void GlooTransport::shut_down_sockets() const {
   for (int fd : sockets_) ::shutdown(fd, SHUT_RDWR);
 }
 
-void GlooTransport::abort(Status reason) {
-  std::string message = "the gloo transport on " + where(rank_, size_) + " was aborted: " +
-                        (reason.is_ok() ? std::string("no reason given") : reason.message());
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (aborted_) return;  // the first reason wins
-    if (!failure_.is_ok()) message += " (it had already failed: " + failure_.message() + ")";
-    failure_ = Status(reason.is_ok() ? StatusCode::kAborted : reason.code(), message);
-    aborted_ = true;
-  }
+void GlooTransport::on_abort(const Status& /*reason*/, const Status& aborted) {
   // Whoever aborts says why at warning level (Runtime::abort): details here.
-  spdlog::info("{}", message);
+  spdlog::info("{}", aborted.message());
   shut_down_sockets();
   // What the sockets' end does not reach: messages in progress (pair_abort.h).
-  fail_pairs(*context_, message);
+  fail_pairs(*context_, aborted.message());
 }
 
-Status GlooTransport::allreduce(Buffer data, DataType type, ReduceOp op) {
-  HVD_RETURN_IF_ERROR(check_allreduce(data, type));
-  auto fn = reduce_function(kName, type, op);
-  if (!fn.is_ok()) return fn.status();
-  if (data.size == 0) return failure();  // nothing to move on any rank
-  return run("allreduce", [&] {
+Status GlooTransport::do_allreduce(Buffer data, DataType type, ReduceOp op) {
+  auto fn = reduce_function(kName, type, op);  // check_reduction found it
+  if (data.size == 0) return Status::ok();     // nothing to move on any rank
+  return guarded("allreduce", [&] {
     if (size_ == 1 && type == DataType::kBool) {
       // gloo skips the reduce function in a world of one; bools still come
       // back as 0 or 1, as they do in larger worlds.
@@ -303,10 +270,9 @@ Status GlooTransport::allreduce(Buffer data, DataType type, ReduceOp op) {
   });
 }
 
-Status GlooTransport::allgatherv(ConstBuffer in, Buffer out, std::span<const int64_t> counts) {
-  HVD_RETURN_IF_ERROR(check_allgatherv(in, out, counts, rank_, size_));
-  if (out.size == 0) return failure();
-  return run("allgatherv", [&] {
+Status GlooTransport::do_allgatherv(ConstBuffer in, Buffer out, std::span<const int64_t> counts) {
+  if (out.size == 0) return Status::ok();
+  return guarded("allgatherv", [&] {
     char placeholder = 0;
     ::gloo::AllgathervOptions opts(context_);
     opts.setInput(static_cast<uint8_t*>(writable(in.data, placeholder)), in.size);
@@ -317,10 +283,9 @@ Status GlooTransport::allgatherv(ConstBuffer in, Buffer out, std::span<const int
   });
 }
 
-Status GlooTransport::broadcast(Buffer data, int root) {
-  HVD_RETURN_IF_ERROR(check_broadcast(data, root, size_));
-  if (data.size == 0) return failure();
-  return run("broadcast", [&] {
+Status GlooTransport::do_broadcast(Buffer data, int root) {
+  if (data.size == 0) return Status::ok();
+  return guarded("broadcast", [&] {
     ::gloo::BroadcastOptions opts(context_);
     opts.setOutput(static_cast<uint8_t*>(data.data), data.size);
     opts.setRoot(root);
@@ -342,27 +307,24 @@ void GlooTransport::exchange(const void* in, std::span<const int64_t> send_count
   ::gloo::alltoallv(opts);
 }
 
-Status GlooTransport::alltoallv(ConstBuffer in, std::span<const int64_t> send_counts, Buffer out,
-                                std::span<const int64_t> recv_counts) {
-  HVD_RETURN_IF_ERROR(check_alltoallv(in, send_counts, out, recv_counts, rank_, size_));
+Status GlooTransport::do_alltoallv(ConstBuffer in, std::span<const int64_t> send_counts,
+                                   Buffer out, std::span<const int64_t> recv_counts) {
   // Every rank takes part even when it has nothing to send or receive: its
   // peers' (empty) messages must still be matched.
-  return run("alltoallv", [&] { exchange(in.data, send_counts, out.data, recv_counts); });
+  return guarded("alltoallv", [&] { exchange(in.data, send_counts, out.data, recv_counts); });
 }
 
-Status GlooTransport::reducescatter(ConstBuffer in, Buffer out,
-                                    std::span<const int64_t> recv_counts, DataType type,
-                                    ReduceOp op) {
-  HVD_RETURN_IF_ERROR(check_reducescatter(in, out, recv_counts, type, rank_, size_));
-  auto fn = reduce_function(kName, type, op);
-  if (!fn.is_ok()) return fn.status();
-  if (total(recv_counts) == 0) return failure();  // recv_counts agree on every rank
+Status GlooTransport::do_reducescatter(ConstBuffer in, Buffer out,
+                                       std::span<const int64_t> recv_counts, DataType type,
+                                       ReduceOp op) {
+  auto fn = reduce_function(kName, type, op);       // check_reduction found it
+  if (total(recv_counts) == 0) return Status::ok();  // recv_counts agree on every rank
   // Chunk r of every rank's input goes to rank r, which reduces the size_
   // chunks it receives in rank order (so every run gives the same bits).
   size_t chunk = out.size;
   std::vector<char> gathered(chunk * static_cast<size_t>(size_));
   std::vector<int64_t> from_each(static_cast<size_t>(size_), static_cast<int64_t>(chunk));
-  return run("reducescatter", [&] {
+  return guarded("reducescatter", [&] {
     exchange(in.data, recv_counts, gathered.data(), from_each);
     if (chunk == 0) return;
     size_t elements = chunk / common::data_type_size(type);
@@ -373,8 +335,8 @@ Status GlooTransport::reducescatter(ConstBuffer in, Buffer out,
   });
 }
 
-Status GlooTransport::barrier() {
-  return run("barrier", [&] {
+Status GlooTransport::do_barrier() {
+  return guarded("barrier", [&] {
     ::gloo::BarrierOptions opts(context_);
     opts.setTag(next_tag());
     opts.setTimeout(timeout_);

@@ -3,9 +3,9 @@
 //
 // Threading: one caller at a time (the runtime serialises collectives),
 // abort() from any thread; gloo's device runs its own I/O thread.
-// Errors: every gloo exception becomes a Status naming the op and this rank;
-// the first one is kept and returned by every later call (gloo's pairs are
-// in an unknown state after an I/O error, so the world must be rebuilt).
+// Errors: every gloo exception becomes a Status naming the op and this rank,
+// which fails the transport for good (TransportBase keeps it: gloo's pairs
+// are in an unknown state after an I/O error, so the world must be rebuilt).
 // Invalid arguments are reported without touching the network and without
 // failing the transport.
 // Abort: gloo (Debian 12's 2022 snapshot) has no call that wakes a waiting
@@ -27,16 +27,15 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <string_view>
 #include <vector>
 
 #include "transports/registry.h"
-#include "transports/transport.h"
+#include "transports/transport_base.h"
 
 namespace hvd::transports::gloo {
 
-class GlooTransport final : public Transport {
+class GlooTransport final : public TransportBase {
  public:
   static Result<std::unique_ptr<Transport>> connect(const TransportContext& context);
   ~GlooTransport() override;
@@ -47,29 +46,29 @@ class GlooTransport final : public Transport {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  Status allreduce(Buffer data, DataType type, ReduceOp op) override;
-  Status allgatherv(ConstBuffer in, Buffer out, std::span<const int64_t> counts) override;
-  Status broadcast(Buffer data, int root) override;
-  Status alltoallv(ConstBuffer in, std::span<const int64_t> send_counts, Buffer out,
-                   std::span<const int64_t> recv_counts) override;
-  Status reducescatter(ConstBuffer in, Buffer out, std::span<const int64_t> recv_counts,
-                       DataType type, ReduceOp op) override;
-  Status barrier() override;
-  void abort(Status reason) override;
-
  private:
   GlooTransport(int rank, int size, std::chrono::milliseconds timeout,
                 std::shared_ptr<::gloo::Context> context, std::vector<int> sockets);
 
-  // Runs `body` (which calls into gloo) unless the transport already failed;
-  // turns any exception into the transport's lasting failure.
+  Status do_allreduce(Buffer data, DataType type, ReduceOp op) override;
+  Status do_allgatherv(ConstBuffer in, Buffer out, std::span<const int64_t> counts) override;
+  Status do_broadcast(Buffer data, int root) override;
+  Status do_alltoallv(ConstBuffer in, std::span<const int64_t> send_counts, Buffer out,
+                      std::span<const int64_t> recv_counts) override;
+  Status do_reducescatter(ConstBuffer in, Buffer out, std::span<const int64_t> recv_counts,
+                          DataType type, ReduceOp op) override;
+  Status do_barrier() override;
+  // reduce_functions.h's: what gloo's reductions can run.
+  Status check_reduction(Reduction collective, DataType type, ReduceOp op) const override;
+  // Logs the failure and shuts the sockets down (peers see this rank leave).
+  void on_failure(const Status& error) override;
+  // Shuts the sockets down and fails the messages in progress.
+  void on_abort(const Status& reason, const Status& aborted) override;
+
+  // Runs `body` (which calls into gloo): any exception becomes a Status
+  // "gloo <op> failed on rank R of S: <what>".
   template <typename Body>
-  Status run(std::string_view op, Body&& body);
-  // The lasting failure (OK while none).
-  Status failure() const;
-  // Records `error` as the lasting failure unless there is one already (an
-  // abort's, say), shuts the sockets down, and returns the lasting failure.
-  Status fail(Status error);
+  Status guarded(std::string_view op, Body&& body);
   void shut_down_sockets() const;
   // alltoallv without the argument checks (reducescatter reuses it).
   void exchange(const void* in, std::span<const int64_t> send_counts, void* out,
@@ -84,9 +83,6 @@ class GlooTransport final : public Transport {
   // close its own at any time, these stay valid until the destructor).
   // Written only by the constructor.
   const std::vector<int> sockets_;
-  mutable std::mutex mutex_;  // guards failure_ and aborted_
-  Status failure_;
-  bool aborted_ = false;
   uint32_t tag_ = 0;
 };
 

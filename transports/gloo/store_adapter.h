@@ -1,6 +1,6 @@
 // gloo's rendezvous::Store over hvd's common::Store: gloo publishes and
 // finds its TCP addresses through the job's rendezvous key-value store.
-// Keys get the world's prefix ("epoch3/cpu/" + "1"). gloo expects the store
+// Keys get the world's prefix ("round3/cpu/" + "1"). gloo expects the store
 // to throw, so failures become ::gloo::IoException carrying the Status
 // message; the Status itself is kept for the transport to report.
 #pragma once

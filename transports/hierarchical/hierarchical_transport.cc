@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <string>
 
-#include "transports/argument_checks.h"
 #include "transports/hierarchical/slices.h"
 
 namespace hvd::transports::hierarchical {
@@ -44,91 +43,65 @@ common::Result<void*> HierarchicalTransport::slice(size_t bytes) {
   return device_slice_;
 }
 
-Status HierarchicalTransport::failure() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return failure_;
-}
-
-Status HierarchicalTransport::checked(const char* op, Status s) {
-  // Bad arguments do not fail the transport.
-  if (s.is_ok() || s.code() == common::StatusCode::kInvalidArgument) return s;
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (failure_.is_ok()) {
-    failure_ = Status(s.code(), name_ + " " + std::string(op) + " failed on rank " +
-                                    std::to_string(flat_->rank()) + " of " +
-                                    std::to_string(flat_->size()) + ": " + s.message());
-  }
-  return failure_;
-}
-
-Status HierarchicalTransport::allreduce(Buffer data, DataType type, ReduceOp op) {
-  HVD_RETURN_IF_ERROR(check_allreduce(data, type));
-  if (op == ReduceOp::kAverage) {  // the engine divides (transport.h)
+Status HierarchicalTransport::check_reduction(Reduction collective, DataType type,
+                                              ReduceOp op) const {
+  // reducescatter leaves it to the flat world's transport.
+  if (collective == Reduction::kAllreduce && op == ReduceOp::kAverage) {
     return common::invalid_argument("the hierarchical transport has no average reduction for " +
                                     std::string(common::data_type_name(type)));
   }
-  HVD_RETURN_IF_ERROR(failure());
+  return Status::ok();
+}
+
+// Every step's error as "<name> <step> failed on rank R of S: ..." (failed():
+// a refusal, kInvalidArgument, as it is).
+Status HierarchicalTransport::do_allreduce(Buffer data, DataType type, ReduceOp op) {
   const std::vector<int64_t> counts =
       slice_bytes(data.size, common::data_type_size(type), local_->size());
   const size_t mine = static_cast<size_t>(counts[static_cast<size_t>(local_->rank())]);
   auto part = slice(mine);
-  if (!part.is_ok()) return checked("allreduce", part.status());
+  if (!part.is_ok()) return failed("allreduce", part.status());
   void* at = part.value();
   HVD_RETURN_IF_ERROR(
-      checked("allreduce (reduce-scatter on the host)",
-              local_->reducescatter({data.data, data.size}, {at, mine}, counts, type, op)));
+      failed("allreduce (reduce-scatter on the host)",
+             local_->reducescatter({data.data, data.size}, {at, mine}, counts, type, op)));
   if (cross_->size() > 1 && mine > 0) {
     HVD_RETURN_IF_ERROR(
-        checked("allreduce (across the hosts)", cross_->allreduce({at, mine}, type, op)));
+        failed("allreduce (across the hosts)", cross_->allreduce({at, mine}, type, op)));
   }
-  return checked("allreduce (allgather on the host)", local_->allgatherv({at, mine}, data, counts));
+  return failed("allreduce (allgather on the host)", local_->allgatherv({at, mine}, data, counts));
 }
 
-Status HierarchicalTransport::allgatherv(ConstBuffer in, Buffer out,
-                                         std::span<const int64_t> counts) {
-  HVD_RETURN_IF_ERROR(check_allgatherv(in, out, counts, rank(), size()));
-  HVD_RETURN_IF_ERROR(failure());
-  return checked("allgather", flat_->allgatherv(in, out, counts));
+Status HierarchicalTransport::do_allgatherv(ConstBuffer in, Buffer out,
+                                            std::span<const int64_t> counts) {
+  return failed("allgather", flat_->allgatherv(in, out, counts));
 }
 
-Status HierarchicalTransport::broadcast(Buffer data, int root) {
-  HVD_RETURN_IF_ERROR(check_broadcast(data, root, size()));
-  HVD_RETURN_IF_ERROR(failure());
-  return checked("broadcast", flat_->broadcast(data, root));
+Status HierarchicalTransport::do_broadcast(Buffer data, int root) {
+  return failed("broadcast", flat_->broadcast(data, root));
 }
 
-Status HierarchicalTransport::alltoallv(ConstBuffer in, std::span<const int64_t> send_counts,
-                                        Buffer out, std::span<const int64_t> recv_counts) {
-  HVD_RETURN_IF_ERROR(check_alltoallv(in, send_counts, out, recv_counts, rank(), size()));
-  HVD_RETURN_IF_ERROR(failure());
-  return checked("alltoall", flat_->alltoallv(in, send_counts, out, recv_counts));
+Status HierarchicalTransport::do_alltoallv(ConstBuffer in, std::span<const int64_t> send_counts,
+                                           Buffer out, std::span<const int64_t> recv_counts) {
+  return failed("alltoall", flat_->alltoallv(in, send_counts, out, recv_counts));
 }
 
-Status HierarchicalTransport::reducescatter(ConstBuffer in, Buffer out,
-                                            std::span<const int64_t> recv_counts, DataType type,
-                                            ReduceOp op) {
-  HVD_RETURN_IF_ERROR(check_reducescatter(in, out, recv_counts, type, rank(), size()));
-  HVD_RETURN_IF_ERROR(failure());
-  return checked("reducescatter", flat_->reducescatter(in, out, recv_counts, type, op));
+Status HierarchicalTransport::do_reducescatter(ConstBuffer in, Buffer out,
+                                               std::span<const int64_t> recv_counts,
+                                               DataType type, ReduceOp op) {
+  return failed("reducescatter", flat_->reducescatter(in, out, recv_counts, type, op));
 }
 
-Status HierarchicalTransport::barrier() {
-  HVD_RETURN_IF_ERROR(failure());
-  return checked("barrier", flat_->barrier());
+Status HierarchicalTransport::do_barrier() { return failed("barrier", flat_->barrier()); }
+
+Status HierarchicalTransport::aborted_status(const Status& reason, const Status& earlier) const {
+  // "... was aborted: " and nothing for an OK reason (the base: "no reason given").
+  return TransportBase::aborted_status(reason.is_ok() ? common::aborted("") : reason, earlier);
 }
 
-void HierarchicalTransport::abort(Status reason) {
-  {
-    // Recorded first: a call that the parts' aborts unblock returns this.
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (aborted_) return;
-    aborted_ = true;
-    std::string message = "the " + name_ + " transport on rank " + std::to_string(flat_->rank()) +
-                          " of " + std::to_string(flat_->size()) +
-                          " was aborted: " + reason.message();
-    if (!failure_.is_ok()) message += " (it had already failed: " + failure_.message() + ")";
-    failure_ = Status(reason.is_ok() ? common::StatusCode::kAborted : reason.code(), message);
-  }
+void HierarchicalTransport::on_abort(const Status& reason, const Status& /*aborted*/) {
+  // TransportBase recorded the abort first: a call that the parts' aborts
+  // unblock returns it.
   local_->abort(reason);
   cross_->abort(reason);
   flat_->abort(reason);

@@ -15,16 +15,15 @@
 
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "transports/device_work.h"
-#include "transports/transport.h"
+#include "transports/transport_base.h"
 
 namespace hvd::transports::hierarchical {
 
-class HierarchicalTransport final : public Transport, public StreamedTransport {
+class HierarchicalTransport final : public TransportBase, public StreamedTransport {
  public:
   // local: this host's ranks; cross: this local rank's peers on the other
   // hosts (by host); flat: every rank of the world. `device` null: buffers
@@ -41,15 +40,6 @@ class HierarchicalTransport final : public Transport, public StreamedTransport {
   int rank() const override { return flat_->rank(); }
   int size() const override { return flat_->size(); }
 
-  Status allreduce(Buffer data, DataType type, ReduceOp op) override;
-  Status allgatherv(ConstBuffer in, Buffer out, std::span<const int64_t> counts) override;
-  Status broadcast(Buffer data, int root) override;
-  Status alltoallv(ConstBuffer in, std::span<const int64_t> send_counts, Buffer out,
-                   std::span<const int64_t> recv_counts) override;
-  Status reducescatter(ConstBuffer in, Buffer out, std::span<const int64_t> recv_counts,
-                       DataType type, ReduceOp op) override;
-  Status barrier() override;
-  void abort(Status reason) override;
   void set_stream(void* stream) override;
   // The local (shm) transport's: the allreduce's host steps run there.
   std::vector<Tunable> tunables() const override { return local_->tunables(); }
@@ -58,9 +48,21 @@ class HierarchicalTransport final : public Transport, public StreamedTransport {
   }
 
  private:
-  // The first failure sticks: later calls return it.
-  Status checked(const char* op, Status s);
-  Status failure() const;
+  Status do_allreduce(Buffer data, DataType type, ReduceOp op) override;
+  Status do_allgatherv(ConstBuffer in, Buffer out, std::span<const int64_t> counts) override;
+  Status do_broadcast(Buffer data, int root) override;
+  Status do_alltoallv(ConstBuffer in, std::span<const int64_t> send_counts, Buffer out,
+                      std::span<const int64_t> recv_counts) override;
+  Status do_reducescatter(ConstBuffer in, Buffer out, std::span<const int64_t> recv_counts,
+                          DataType type, ReduceOp op) override;
+  Status do_barrier() override;
+  // No average for allreduce (the engine divides: transport.h).
+  Status check_reduction(Reduction collective, DataType type, ReduceOp op) const override;
+  // The base's, but an OK reason leaves the reason empty.
+  Status aborted_status(const Status& reason, const Status& earlier) const override;
+  // Aborts the three parts with `reason`.
+  void on_abort(const Status& reason, const Status& aborted) override;
+
   // At least `bytes` for this rank's slice: host memory, or device memory.
   common::Result<void*> slice(size_t bytes);
 
@@ -72,9 +74,6 @@ class HierarchicalTransport final : public Transport, public StreamedTransport {
   std::vector<std::byte> host_slice_;  // this rank's part of an allreduce (host buffers)
   void* device_slice_ = nullptr;       // the same for device buffers
   size_t device_capacity_ = 0;
-  mutable std::mutex mutex_;
-  Status failure_;
-  bool aborted_ = false;
 };
 
 }  // namespace hvd::transports::hierarchical

@@ -5,7 +5,7 @@
 
 #include <algorithm>
 
-#include "hvd/c_api.h"
+#include "hvd/codes.h"
 
 namespace hvd::transports::nccl {
 
@@ -79,7 +79,7 @@ __global__ void copy_kernel(CopyBatch batch, unsigned entries) {
   }
 }
 
-// As runtime/scale.cc's truncate_to: through int64, NaN and beyond it give
+// As runtime/engine/scale.cc's truncate_to: through int64, NaN and beyond it give
 // int64's minimum, then modulo 2^bits.
 template <typename T>
 __device__ T truncate_to(double x) {

@@ -2,7 +2,7 @@
 // around a collective: packing tensors into the fusion buffer and back
 // (batched copies: one launch per 64 tensors, every block copying 64 KiB
 // in the widest words the pointers allow) and the arithmetic of
-// runtime/scale.h on the device (an Average's division, pre/postscale
+// runtime/engine/scale.h on the device (an Average's division, pre/postscale
 // factors, 16 bytes per load), with the same semantics element for
 // element: integers are multiplied in float64 and truncated through int64,
 // divided exactly; float32 is multiplied as float, float64 as double;

@@ -1,6 +1,6 @@
 #include "transports/nccl/nccl_types.h"
 
-#include "hvd/c_api.h"
+#include "hvd/codes.h"
 
 namespace hvd::transports::nccl {
 

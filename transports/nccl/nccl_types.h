@@ -1,4 +1,4 @@
-// hvd's element types and reduce ops (the HVD_* constants of hvd/c_api.h)
+// hvd's element types and reduce ops (the HVD_* constants of hvd/codes.h)
 // as NCCL's. NCCL has no int16 and no bool: int16 is refused for reductions;
 // bool reduces as uint8 under min and max (logical and, or) only. Ops that
 // only move bytes (allgather, broadcast, alltoall) do not ask.

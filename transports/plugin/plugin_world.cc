@@ -48,14 +48,15 @@ int32_t store_get(void* self, const char* key, int64_t timeout_ms, void* value, 
 }  // namespace
 
 hvd_plugin_world make_world(const TransportContext& context) {
+  const common::Placement& placement = context;
   hvd_plugin_world world{};
   world.struct_size = sizeof(hvd_plugin_world);
-  world.rank = context.rank;
-  world.size = context.size;
-  world.local_rank = context.local_rank;
-  world.local_size = context.local_size;
-  world.cross_rank = context.cross_rank;
-  world.cross_size = context.cross_size;
+  world.rank = placement.rank;
+  world.size = placement.size;
+  world.local_rank = placement.local_rank;
+  world.local_size = placement.local_size;  // 0: unknown, as in a Placement
+  world.cross_rank = placement.cross_rank;
+  world.cross_size = placement.cross_size;
   world.device = context.device;
   world.timeout_ms = context.timeout.count();
   world.key_prefix = context.key_prefix.c_str();

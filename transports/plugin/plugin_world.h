@@ -1,6 +1,7 @@
-// Builds a plugin's hvd_plugin_world from a TransportContext: the layout,
-// and the store as C callbacks over common::Store (the store must outlive
-// the plugin's create() call, which is all a plugin may use it for).
+// Builds a plugin's hvd_plugin_world from a TransportContext: its placement
+// (the one conversion of common::Placement to the ABI's C struct, which has
+// no host), and the store as C callbacks over common::Store (the store must
+// outlive the plugin's create() call, which is all a plugin may use it for).
 #pragma once
 
 #include "transports/plugin/transport_plugin.h"

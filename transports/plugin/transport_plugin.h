@@ -14,8 +14,9 @@
  *    communication stream).
  *
  * Data types, reduce ops and error codes are the HVD_* constants of
- * hvd/c_api.h. Every op blocks until done or failed (a CUDA plugin: until
- * the op is enqueued on `stream`, or the caller's stream when NULL) and
+ * hvd/codes.h (common/include/; libhvd.so's C ABI uses the same). Every op
+ * blocks until done or failed (a CUDA plugin: until the op is enqueued on
+ * `stream`, or the caller's stream when NULL) and
  * returns HVD_OK or an HVD_ERR_* code with a message in *status.
  * HVD_ERR_INVALID_ARGUMENT means the op was refused before anything ran
  * (a type the plugin cannot reduce, counts that do not fit): the transport
@@ -28,7 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "hvd/c_api.h"
+#include "hvd/codes.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -72,7 +73,9 @@ typedef struct hvd_plugin_store {
                  size_t* length, hvd_plugin_status* status);
 } hvd_plugin_store;
 
-/* One world (a process set) to build a transport for. */
+/* One world (a process set) to build a transport for: this rank's placement
+ * in it (hvd::common::Placement, common/placement.h, less the host) and how
+ * to reach its peers. */
 typedef struct hvd_plugin_world {
   uint32_t struct_size; /* sizeof(hvd_plugin_world) of the loader */
   int32_t rank;
@@ -144,7 +147,7 @@ typedef struct hvd_transport_plugin_t {
    * entries must not overlap): many device-to-device entries in one launch. */
   int32_t (*device_copy)(void* context, const hvd_plugin_copy* copies, size_t n, void* stream,
                          hvd_plugin_status* status);
-  /* The end of a reduction as runtime/scale.h's finish_reduction, on the
+  /* The end of a reduction as runtime/engine/scale.h's finish_reduction, on the
    * device: data = data / divisor * factor (factor 1: an exact division for
    * integers; divisor 1 and factor 1: nothing). Not bool. */
   int32_t (*device_scale)(void* context, void* data, size_t count, int32_t dtype,

@@ -11,16 +11,13 @@
 #include <vector>
 
 #include "transports/shm/futex.h"
+#include "transports/transport_base.h"
 
 namespace hvd::transports::shm {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-std::string where(const TransportContext& c) {
-  return "rank " + std::to_string(c.rank) + " of " + std::to_string(c.size);
-}
 
 std::string host_name() {
   char name[256] = {};
@@ -101,7 +98,8 @@ common::Result<Sharing> check_one_host(const TransportContext& c) {
   for (int r = 0; r < c.size; ++r) keys.push_back(prefix + std::to_string(r));
   auto values = c.store->get(keys, c.timeout);
   if (!values.is_ok()) {
-    return values.status().with_context("shm transport: " + where(c) + " waiting for its peers' hosts");
+    return values.status().with_context("shm transport: " + where(c.rank, c.size) +
+                                        " waiting for its peers' hosts");
   }
   Identity first = Identity::parse(values.value()[0]);
   bool one_pid_ns = true;
@@ -160,7 +158,8 @@ common::Result<Segment> create_or_attach(const TransportContext& c, Sharing shar
   }
   auto value = c.store->get({key}, c.timeout);
   if (!value.is_ok()) {
-    return value.status().with_context("shm transport: " + where(c) + " waiting for rank 0's segment");
+    return value.status().with_context("shm transport: " + where(c.rank, c.size) +
+                                       " waiting for rank 0's segment");
   }
   const std::string& text = value.value()[0];
   if (text.rfind("error:", 0) == 0) {
@@ -215,7 +214,7 @@ common::Result<Segment> join_segment(const TransportContext& c, size_t staging_b
           missing += (missing.empty() ? "" : ", ") + std::to_string(r);
         }
       }
-      return common::timeout_error("shm transport: " + where(c) + " timed out after " +
+      return common::timeout_error("shm transport: " + where(c.rank, c.size) + " timed out after " +
                                    std::to_string(c.timeout.count()) +
                                    " ms waiting for ranks " + missing + " to attach to " +
                                    (name.empty() ? "rank 0's segment" : name));

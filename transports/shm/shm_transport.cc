@@ -13,12 +13,6 @@ namespace hvd::transports::shm {
 
 namespace {
 
-using common::StatusCode;
-
-std::string where(int rank, int size) {
-  return "rank " + std::to_string(rank) + " of " + std::to_string(size);
-}
-
 std::byte* bytes(void* data) { return static_cast<std::byte*>(data); }
 const std::byte* bytes(const void* data) { return static_cast<const std::byte*>(data); }
 
@@ -34,17 +28,7 @@ ShmTransport::ShmTransport(int rank, int size, std::chrono::milliseconds timeout
 ShmTransport::~ShmTransport() { waiter_.leave(); }
 
 Result<std::unique_ptr<Transport>> ShmTransport::connect(const TransportContext& ctx) {
-  if (ctx.size < 1 || ctx.rank < 0 || ctx.rank >= ctx.size) {
-    return common::invalid_argument("shm transport: rank " + std::to_string(ctx.rank) +
-                                    " is not a rank of a world of size " + std::to_string(ctx.size));
-  }
-  if (ctx.size > 1 && ctx.store == nullptr) {
-    return common::invalid_argument("shm transport: a world of size " + std::to_string(ctx.size) +
-                                    " needs a rendezvous store");
-  }
-  if (ctx.timeout.count() <= 0) {
-    return common::invalid_argument("shm transport: the timeout must be positive");
-  }
+  HVD_RETURN_IF_ERROR(check_context(kName, ctx));
   auto segment = join_segment(ctx, kStagingBytes);
   if (!segment.is_ok()) return segment.status();
   spdlog::debug("shm transport: {} attached (key prefix '{}', {} MiB segment)", where(ctx.rank, ctx.size),
@@ -87,94 +71,64 @@ Status ShmTransport::set_tunable(std::string_view tunable, int64_t value) {
   return Status::ok();
 }
 
-template <typename Body>
-Status ShmTransport::run(std::string_view op, Body&& body) {
-  HVD_RETURN_IF_ERROR(failure());
-  Status s = body();
+Status ShmTransport::outcome(std::string_view op, Status s) {
   if (s.is_ok()) return s;
   if (waiter_.interrupted()) {
     waiter_.leave();  // (abort() does too) before the caller may free what peers read by CMA
-    return failure();  // the abort's Status
+    return s;         // TransportBase returns the abort's Status
   }
-  return fail(Status(s.code(), "shm " + std::string(op) + " failed on " + where(rank_, size_) + ": " +
-                                   s.message()));
+  return failed(op, s);
 }
 
-Status ShmTransport::failure() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return failure_;
+Status ShmTransport::check_reduction(Reduction /*collective*/, DataType type, ReduceOp op) const {
+  return reduce_function(kName, type, op).status();
 }
 
-Status ShmTransport::fail(Status error) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (!failure_.is_ok()) return failure_;
-    failure_ = error;
-  }
+void ShmTransport::on_failure(const Status& error) {
   // The caller gets the error and reports it (hvd's engine: one warning,
   // Runtime::abort's, that names this failure): details here.
   spdlog::info("{}", error.message());
   waiter_.leave(error.code());
-  return error;
 }
 
-void ShmTransport::abort(Status reason) {
-  std::string message = "the shm transport on " + where(rank_, size_) + " was aborted: " +
-                        (reason.is_ok() ? std::string("no reason given") : reason.message());
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (aborted_) return;  // the first reason wins
-    if (!failure_.is_ok()) message += " (it had already failed: " + failure_.message() + ")";
-    failure_ = Status(reason.is_ok() ? StatusCode::kAborted : reason.code(), message);
-    aborted_ = true;
-  }
+void ShmTransport::on_abort(const Status& /*reason*/, const Status& aborted) {
   // Whoever aborts says why at warning level (Runtime::abort): details here.
-  spdlog::info("{}", message);
+  spdlog::info("{}", aborted.message());
   waiter_.interrupt();
   waiter_.leave();
 }
 
-Status ShmTransport::allreduce(Buffer data, DataType type, ReduceOp op) {
-  HVD_RETURN_IF_ERROR(check_allreduce(data, type));
-  auto fn = reduce_function(kName, type, op);
-  if (!fn.is_ok()) return fn.status();
-  return run("allreduce", [&] {
-    return collectives_.allreduce(bytes(data.data), data.size, common::data_type_size(type), fn.value(),
-                                  type == DataType::kBool);
-  });
+Status ShmTransport::do_allreduce(Buffer data, DataType type, ReduceOp op) {
+  auto fn = reduce_function(kName, type, op);  // check_reduction found it
+  return outcome("allreduce", collectives_.allreduce(bytes(data.data), data.size,
+                                                     common::data_type_size(type), fn.value(),
+                                                     type == DataType::kBool));
 }
 
-Status ShmTransport::allgatherv(ConstBuffer in, Buffer out, std::span<const int64_t> counts) {
-  HVD_RETURN_IF_ERROR(check_allgatherv(in, out, counts, rank_, size_));
-  return run("allgatherv", [&] { return collectives_.allgatherv(bytes(in.data), bytes(out.data), counts); });
+Status ShmTransport::do_allgatherv(ConstBuffer in, Buffer out, std::span<const int64_t> counts) {
+  return outcome("allgatherv", collectives_.allgatherv(bytes(in.data), bytes(out.data), counts));
 }
 
-Status ShmTransport::broadcast(Buffer data, int root) {
-  HVD_RETURN_IF_ERROR(check_broadcast(data, root, size_));
-  return run("broadcast", [&] { return collectives_.broadcast(bytes(data.data), data.size, root); });
+Status ShmTransport::do_broadcast(Buffer data, int root) {
+  return outcome("broadcast", collectives_.broadcast(bytes(data.data), data.size, root));
 }
 
-Status ShmTransport::alltoallv(ConstBuffer in, std::span<const int64_t> send_counts, Buffer out,
-                               std::span<const int64_t> recv_counts) {
-  HVD_RETURN_IF_ERROR(check_alltoallv(in, send_counts, out, recv_counts, rank_, size_));
-  return run("alltoallv", [&] {
-    return collectives_.alltoallv(bytes(in.data), send_counts, bytes(out.data), recv_counts);
-  });
+Status ShmTransport::do_alltoallv(ConstBuffer in, std::span<const int64_t> send_counts, Buffer out,
+                                  std::span<const int64_t> recv_counts) {
+  return outcome("alltoallv", collectives_.alltoallv(bytes(in.data), send_counts, bytes(out.data),
+                                                     recv_counts));
 }
 
-Status ShmTransport::reducescatter(ConstBuffer in, Buffer out, std::span<const int64_t> recv_counts,
-                                   DataType type, ReduceOp op) {
-  HVD_RETURN_IF_ERROR(check_reducescatter(in, out, recv_counts, type, rank_, size_));
-  auto fn = reduce_function(kName, type, op);
-  if (!fn.is_ok()) return fn.status();
-  return run("reducescatter", [&] {
-    return collectives_.reducescatter(bytes(in.data), bytes(out.data), recv_counts,
-                                      common::data_type_size(type), fn.value(), type == DataType::kBool);
-  });
+Status ShmTransport::do_reducescatter(ConstBuffer in, Buffer out,
+                                      std::span<const int64_t> recv_counts, DataType type,
+                                      ReduceOp op) {
+  auto fn = reduce_function(kName, type, op);  // check_reduction found it
+  return outcome("reducescatter",
+                 collectives_.reducescatter(bytes(in.data), bytes(out.data), recv_counts,
+                                            common::data_type_size(type), fn.value(),
+                                            type == DataType::kBool));
 }
 
-Status ShmTransport::barrier() {
-  return run("barrier", [&] { return collectives_.barrier(); });
-}
+Status ShmTransport::do_barrier() { return outcome("barrier", collectives_.barrier()); }
 
 }  // namespace hvd::transports::shm

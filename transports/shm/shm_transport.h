@@ -5,24 +5,24 @@
 // Threading: one caller at a time (the runtime serialises collectives),
 // abort() from any thread. No thread of its own.
 // Errors: a failed wait (a peer died or left, the timeout passed) becomes a
-// Status naming the op, this rank and the peer; the first one is kept and
-// returned by every later call, and this rank marks itself left so that
+// Status naming the op, this rank and the peer, which fails the transport
+// for good (TransportBase keeps it), and this rank marks itself left so that
 // its peers fail at once too. Invalid arguments are reported without
 // touching the segment and without failing the transport.
-// Abort: sets the failure, wakes every waiter of this transport through the
-// segment's futex bell and marks this rank left; never waits for peers.
+// Abort: TransportBase sets the failure; this wakes every waiter of this
+// transport through the segment's futex bell and marks this rank left;
+// never waits for peers.
 #pragma once
 
 #include <chrono>
 #include <memory>
-#include <mutex>
 #include <string_view>
 
 #include "transports/registry.h"
 #include "transports/shm/collectives.h"
 #include "transports/shm/segment.h"
 #include "transports/shm/waiter.h"
-#include "transports/transport.h"
+#include "transports/transport_base.h"
 
 namespace hvd::transports::shm {
 
@@ -37,7 +37,7 @@ inline constexpr size_t kMinChunkBytes = 64 << 10;
 // of a fusion buffer costs about 50 us at 10 GB/s (bench/README.md).
 inline constexpr int64_t kUnfusedFromBytes = 256 << 10;
 
-class ShmTransport final : public Transport {
+class ShmTransport final : public TransportBase {
  public:
   static Result<std::unique_ptr<Transport>> connect(const TransportContext& context);
   ~ShmTransport() override;
@@ -48,15 +48,6 @@ class ShmTransport final : public Transport {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
 
-  Status allreduce(Buffer data, DataType type, ReduceOp op) override;
-  Status allgatherv(ConstBuffer in, Buffer out, std::span<const int64_t> counts) override;
-  Status broadcast(Buffer data, int root) override;
-  Status alltoallv(ConstBuffer in, std::span<const int64_t> send_counts, Buffer out,
-                   std::span<const int64_t> recv_counts) override;
-  Status reducescatter(ConstBuffer in, Buffer out, std::span<const int64_t> recv_counts,
-                       DataType type, ReduceOp op) override;
-  Status barrier() override;
-  void abort(Status reason) override;
   std::vector<Tunable> tunables() const override;
   Status set_tunable(std::string_view tunable, int64_t value) override;
   int64_t unfused_from_bytes() const override { return kUnfusedFromBytes; }
@@ -66,23 +57,31 @@ class ShmTransport final : public Transport {
  private:
   ShmTransport(int rank, int size, std::chrono::milliseconds timeout, Segment segment);
 
-  // Runs `body` (a collective) unless the transport already failed; a
-  // failure it returns becomes the transport's lasting failure.
-  template <typename Body>
-  Status run(std::string_view op, Body&& body);
-  Status failure() const;
-  // Records `error` unless there is a failure already (an abort's, say),
-  // marks this rank left, and returns the lasting failure.
-  Status fail(Status error);
+  Status do_allreduce(Buffer data, DataType type, ReduceOp op) override;
+  Status do_allgatherv(ConstBuffer in, Buffer out, std::span<const int64_t> counts) override;
+  Status do_broadcast(Buffer data, int root) override;
+  Status do_alltoallv(ConstBuffer in, std::span<const int64_t> send_counts, Buffer out,
+                      std::span<const int64_t> recv_counts) override;
+  Status do_reducescatter(ConstBuffer in, Buffer out, std::span<const int64_t> recv_counts,
+                          DataType type, ReduceOp op) override;
+  Status do_barrier() override;
+  // reduce_functions.h's: what the collectives can reduce.
+  Status check_reduction(Reduction collective, DataType type, ReduceOp op) const override;
+  // Logs the failure and marks this rank left with its code.
+  void on_failure(const Status& error) override;
+  // Wakes every waiter and marks this rank left.
+  void on_abort(const Status& reason, const Status& aborted) override;
+
+  // A collective's outcome `s` as "shm <op> failed on rank R of S: ...";
+  // after an abort woke it, `s` as it is (TransportBase returns the abort's
+  // Status), once this rank is marked left.
+  Status outcome(std::string_view op, Status s);
 
   int rank_;
   int size_;
   Segment segment_;
   Waiter waiter_;
   Collectives collectives_;
-  mutable std::mutex mutex_;  // guards failure_ and aborted_
-  Status failure_;
-  bool aborted_ = false;
 };
 
 }  // namespace hvd::transports::shm

@@ -25,6 +25,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "hvd/codes.h"
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -36,38 +38,8 @@ extern "C" {
  * 3: hvd_op.ready_event. */
 #define HVD_ABI_VERSION 3
 
-/* Element types (hvd::common::DataType). */
-#define HVD_UINT8 0
-#define HVD_INT8 1
-#define HVD_INT16 2
-#define HVD_INT32 3
-#define HVD_INT64 4
-#define HVD_FLOAT16 5
-#define HVD_BFLOAT16 6
-#define HVD_FLOAT32 7
-#define HVD_FLOAT64 8
-#define HVD_BOOL 9
-
-/* Reduction operations (hvd::common::ReduceOp). */
-#define HVD_OP_SUM 0
-#define HVD_OP_AVERAGE 1
-#define HVD_OP_MIN 2
-#define HVD_OP_MAX 3
-#define HVD_OP_PRODUCT 4
-
-/* Error codes (hvd::common::StatusCode). */
-#define HVD_OK 0
-#define HVD_ERR_INVALID_ARGUMENT 1
-#define HVD_ERR_NOT_FOUND 2
-#define HVD_ERR_ALREADY_EXISTS 3
-#define HVD_ERR_TIMEOUT 4
-#define HVD_ERR_UNAVAILABLE 5
-#define HVD_ERR_ABORTED 6
-#define HVD_ERR_UNAUTHENTICATED 7
-#define HVD_ERR_FAILED_PRECONDITION 8
-#define HVD_ERR_CANCELLED 9
-#define HVD_ERR_UNIMPLEMENTED 10
-#define HVD_ERR_INTERNAL 11
+/* Element types (HVD_UINT8..HVD_BOOL), reduce operations (HVD_OP_*) and
+ * error codes (HVD_OK, HVD_ERR_*): hvd/codes.h, shared with the transports. */
 
 /* Joins the job described by the HVD_* environment (or a world of size 1
  * when there is none). Calling it when already initialized is a no-op. */

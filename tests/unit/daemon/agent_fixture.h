@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "daemon/agent_service.h"
-#include "daemon/grpc_server.h"
+#include "daemon/agent/agent_service.h"
+#include "proto/grpc_server.h"
 #include "hvd/v1/agent.grpc.pb.h"
 
 namespace hvd::daemon::test {

@@ -5,7 +5,7 @@
 #include <string>
 
 #include "agent_fixture.h"
-#include "daemon/agent_requests.h"
+#include "daemon/agent/agent_requests.h"
 
 using namespace std::chrono_literals;
 using hvd::daemon::check_job_id;

@@ -11,7 +11,7 @@
 #include <future>
 
 #include "agent_fixture.h"
-#include "daemon/agent_runner.h"
+#include "daemon/agent/agent_runner.h"
 #include "test_util.h"
 
 using namespace std::chrono_literals;

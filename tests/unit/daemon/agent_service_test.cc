@@ -8,8 +8,8 @@
 
 #include <future>
 
-#include "daemon/agent_service.h"
-#include "daemon/grpc_server.h"
+#include "daemon/agent/agent_service.h"
+#include "proto/grpc_server.h"
 #include "hvd/v1/agent.grpc.pb.h"
 #include "proto/agent_auth.h"
 #include "agent_fixture.h"

@@ -1,4 +1,4 @@
-#include "daemon/elastic_rounds.h"
+#include "daemon/rendezvous/elastic_rounds.h"
 
 #include <catch2/catch.hpp>
 
@@ -10,7 +10,6 @@ namespace hvd::daemon {
 namespace {
 
 using namespace std::chrono_literals;
-using common::JoinResult;
 using common::Result;
 
 std::future<Result<JoinResult>> join_async(ElasticRounds& e, int slot, int prev,
@@ -50,7 +49,7 @@ TEST_CASE("elastic rounds: shrink when a worker is lost, grow when its replaceme
   CHECK(w1.rank == 1);
   CHECK(w2.rank == 2);
   CHECK(w0.size == 3);
-  CHECK(w0.epoch == 0);
+  CHECK(w0.round == 0);
   CHECK(std::make_pair(w1.local_rank, w1.local_size) == std::make_pair(1, 2));
   CHECK(std::make_pair(w2.local_rank, w2.local_size) == std::make_pair(0, 1));
   CHECK(std::make_pair(w2.cross_rank, w2.cross_size) == std::make_pair(1, 2));
@@ -64,7 +63,7 @@ TEST_CASE("elastic rounds: shrink when a worker is lost, grow when its replaceme
   CHECK(w0.rank == 0);
   CHECK(w2.rank == 1);
   CHECK(w2.size == 2);
-  CHECK(w2.epoch == 1);
+  CHECK(w2.round == 1);
   CHECK_FALSE(e.waiting(0));
   CHECK_FALSE(watcher->next(0ms));  // the members rejoining are no news
 
@@ -91,7 +90,7 @@ TEST_CASE("elastic rounds: shrink when a worker is lost, grow when its replaceme
   CHECK(w2.rank == 1);
   CHECK(n.rank == 2);   // the newcomer comes last
   CHECK(n.size == 3);
-  CHECK(n.epoch == 2);
+  CHECK(n.round == 2);
   CHECK_FALSE(e.waiting(0));
   CHECK_FALSE(watcher->next(0ms));
 }

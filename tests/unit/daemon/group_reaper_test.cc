@@ -1,6 +1,6 @@
-// daemon/group_reaper.h: when the reaper's parent dies, the groups it was
+// daemon/agent/group_reaper.h: when the reaper's parent dies, the groups it was
 // told of are killed; a clean stop kills nothing.
-#include "daemon/group_reaper.h"
+#include "daemon/agent/group_reaper.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -10,7 +10,7 @@
 #include <chrono>
 #include <thread>
 
-#include "daemon/process_groups.h"
+#include "daemon/agent/process_groups.h"
 
 namespace hvd::daemon {
 namespace {

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "daemon/host_info.h"
+#include "daemon/agent/host_info.h"
 
 TEST_CASE("count_gpus counts /dev/nvidia<N> device files only") {
   char tmpl[] = "/tmp/hvd-dev-test-XXXXXX";

@@ -3,7 +3,7 @@
 #include <atomic>
 #include <future>
 
-#include "daemon/job_events.h"
+#include "daemon/agent/job_events.h"
 
 using namespace std::chrono_literals;
 using hvd::daemon::JobEvents;

@@ -3,7 +3,7 @@
 #include <future>
 #include <thread>
 
-#include "daemon/kv_store.h"
+#include "daemon/rendezvous/kv_store.h"
 #include "test_util.h"
 
 using namespace std::chrono_literals;

@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/line_splitter.h"
+#include "daemon/agent/line_splitter.h"
 
 using hvd::daemon::LineSplitter;
 

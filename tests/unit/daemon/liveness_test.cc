@@ -1,4 +1,4 @@
-#include "daemon/liveness.h"
+#include "daemon/rendezvous/liveness.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "daemon/membership_events.h"
+#include "daemon/rendezvous/membership_events.h"
 
 #include <catch2/catch.hpp>
 

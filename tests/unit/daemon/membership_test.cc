@@ -3,10 +3,12 @@
 #include <atomic>
 #include <future>
 #include <set>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
-#include "daemon/membership.h"
+#include "daemon/rendezvous/membership.h"
 
 using namespace std::chrono_literals;
 using hvd::common::StatusCode;
@@ -16,10 +18,15 @@ using hvd::daemon::Result;
 
 namespace {
 
+// A worker asking for `rank` of `size` from `host` (local rank 0 of 1).
+hvd::common::Placement at(int rank, int size, std::string host) {
+  return {.rank = rank, .size = size, .host = std::move(host)};
+}
+
 std::future<Result<JoinResult>> join_async(Membership& m, int rank, int size,
                                            std::chrono::milliseconds timeout = 5000ms) {
   return std::async(std::launch::async, [&m, rank, size, timeout] {
-    return m.join(rank, size, "host", 1000 + rank, timeout);
+    return m.join(at(rank, size, "host"), 1000 + rank, timeout);
   });
 }
 
@@ -39,7 +46,7 @@ bool ready(std::future<Result<JoinResult>>& f, std::chrono::milliseconds timeout
 
 }  // namespace
 
-TEST_CASE("Membership: 4 joining threads all get epoch 0 and their ranks") {
+TEST_CASE("Membership: 4 joining threads all get round 0 and their ranks") {
   Membership m(4);
   CHECK_FALSE(m.first_join_time().has_value());
   std::vector<std::future<Result<JoinResult>>> joins;
@@ -50,7 +57,8 @@ TEST_CASE("Membership: 4 joining threads all get epoch 0 and their ranks") {
     REQUIRE(res.is_ok());
     CHECK(res->rank == 3 - static_cast<int>(i));
     CHECK(res->size == 4);
-    CHECK(res->epoch == 0);
+    CHECK(res->round == 0);
+    CHECK(res->host == "host");
   }
   CHECK(m.complete());
   CHECK(m.missing_ranks().empty());
@@ -59,12 +67,18 @@ TEST_CASE("Membership: 4 joining threads all get epoch 0 and their ranks") {
 
 TEST_CASE("Membership: the round computes Horovod's cross ranks from the local ranks") {
   // Uneven hosts: ranks 0 1 2 on host A, 3 4 on host B, 5 on host C.
-  const std::vector<hvd::common::Placement> placed{{0, 3}, {1, 3}, {2, 3}, {0, 2}, {1, 2}, {0, 1}};
+  const std::vector<std::pair<int, int>> local{{0, 3}, {1, 3}, {2, 3}, {0, 2}, {1, 2}, {0, 1}};
+  std::vector<hvd::common::Placement> placed;
+  for (auto [local_rank, local_size] : local) {
+    placed.push_back(at(static_cast<int>(placed.size()), 6, "host"));
+    placed.back().local_rank = local_rank;
+    placed.back().local_size = local_size;
+  }
   Membership m(6);
   std::vector<std::future<Result<JoinResult>>> joins;
   for (int r = 0; r < 6; ++r) {
     joins.push_back(std::async(std::launch::async, [&m, &placed, r] {
-      return m.join(r, 6, "host", 1000 + r, 5000ms, placed[static_cast<size_t>(r)]);
+      return m.join(placed[static_cast<size_t>(r)], 1000 + r, 5000ms);
     }));
   }
   const std::vector<std::pair<int, int>> cross{{0, 3}, {0, 2}, {0, 1}, {1, 3}, {1, 2}, {2, 3}};
@@ -76,7 +90,8 @@ TEST_CASE("Membership: the round computes Horovod's cross ranks from the local r
     CHECK(res->local_size == placed[static_cast<size_t>(r)].local_size);
     CHECK(std::make_pair(res->cross_rank, res->cross_size) == cross[static_cast<size_t>(r)]);
   }
-  auto bad = m.join(0, 6, "host", 1, 10ms, hvd::common::Placement{2, 2});
+  auto bad = m.join({.rank = 0, .size = 6, .local_rank = 2, .local_size = 2, .host = "host"}, 1,
+                    10ms);
   CHECK(bad.status().code() == StatusCode::kInvalidArgument);
   CHECK(bad.status().message() == "local rank 2 of local size 2 is not a placement");
 }
@@ -103,7 +118,7 @@ TEST_CASE("Membership: a timeout names the missing ranks and withdraws the join"
   auto r2 = join_async(m, 2, 4, 10000ms);
   REQUIRE(wait_missing(m, 2));
   const auto start = std::chrono::steady_clock::now();
-  auto timed_out = m.join(-1, 4, "host", 7, 300ms);  // takes rank 1
+  auto timed_out = m.join(at(-1, 4, "host"), 7, 300ms);  // takes rank 1
   const auto elapsed = std::chrono::steady_clock::now() - start;
   REQUIRE_FALSE(timed_out.is_ok());
   CHECK(timed_out.status().code() == StatusCode::kTimeout);
@@ -134,34 +149,34 @@ TEST_CASE("Membership: the timeout message for ranks 1 and 3 of 4") {
   CHECK(r2.get().status().code() == StatusCode::kTimeout);
 }
 
-TEST_CASE("Membership: a duplicate join in an incomplete epoch is kAlreadyExists") {
+TEST_CASE("Membership: a duplicate join in an incomplete round is kAlreadyExists") {
   Membership m(2);
   auto first = join_async(m, 0, 2, 5000ms);
   REQUIRE(wait_missing(m, 1));
-  auto dup = m.join(0, 2, "other", 9, 100ms);
+  auto dup = m.join(at(0, 2, "other"), 9, 100ms);
   REQUIRE_FALSE(dup.is_ok());
   CHECK(dup.status().code() == StatusCode::kAlreadyExists);
-  CHECK(dup.status().message().find("rank 0 already joined epoch 0") != std::string::npos);
-  REQUIRE(m.join(1, 2, "host", 2, 5000ms).is_ok());
+  CHECK(dup.status().message().find("rank 0 already joined round 0") != std::string::npos);
+  REQUIRE(m.join(at(1, 2, "host"), 2, 5000ms).is_ok());
   REQUIRE(ready(first));
   CHECK(first.get().is_ok());
 }
 
 TEST_CASE("Membership: rank out of range and size mismatch are kInvalidArgument") {
   Membership m(4);
-  auto high = m.join(4, 4, "h", 1, 10ms);
+  auto high = m.join(at(4, 4, "h"), 1, 10ms);
   CHECK(high.status().code() == StatusCode::kInvalidArgument);
   CHECK(high.status().message() == "rank 4 is out of range for size 4");
-  auto low = m.join(-2, 4, "h", 1, 10ms);
+  auto low = m.join(at(-2, 4, "h"), 1, 10ms);
   CHECK(low.status().code() == StatusCode::kInvalidArgument);
-  auto size = m.join(0, 3, "h", 1, 10ms);
+  auto size = m.join(at(0, 3, "h"), 1, 10ms);
   CHECK(size.status().code() == StatusCode::kInvalidArgument);
   CHECK(size.status().message() == "size 3 differs from the job's size 4");
   CHECK(m.missing_ranks() == std::vector<int>{0, 1, 2, 3});
   CHECK_FALSE(m.first_join_time().has_value());
 }
 
-TEST_CASE("Membership: a second round of joins opens epoch 1") {
+TEST_CASE("Membership: a second round of joins opens round 1") {
   Membership m(2);
   for (int round = 0; round < 2; ++round) {
     auto a = join_async(m, 0, 2);
@@ -172,18 +187,18 @@ TEST_CASE("Membership: a second round of joins opens epoch 1") {
     auto rb = b.get();
     REQUIRE(ra.is_ok());
     REQUIRE(rb.is_ok());
-    CHECK(ra->epoch == round);
-    CHECK(rb->epoch == round);
-    CHECK(m.epoch() == round);
+    CHECK(ra->round == round);
+    CHECK(rb->round == round);
+    CHECK(m.round() == round);
     CHECK(m.complete());
   }
-  // Half of a third round: the epoch is open but not complete.
+  // Half of a third round: the round is open but not complete.
   auto a = join_async(m, 1, 2, 5000ms);
   const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (m.epoch() != 2 && std::chrono::steady_clock::now() < deadline) {
+  while (m.round() != 2 && std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(1ms);
   }
-  CHECK(m.epoch() == 2);
+  CHECK(m.round() == 2);
   CHECK_FALSE(m.complete());
   CHECK(m.missing_ranks() == std::vector<int>{0});
   m.close();
@@ -200,14 +215,14 @@ TEST_CASE("Membership: close wakes waiting joins with kCancelled") {
   REQUIRE(ready(b, 2000ms));
   CHECK(a.get().status().code() == StatusCode::kCancelled);
   CHECK(b.get().status().code() == StatusCode::kCancelled);
-  CHECK(m.join(2, 3, "h", 1, 10ms).status().code() == StatusCode::kCancelled);
+  CHECK(m.join(at(2, 3, "h"), 1, 10ms).status().code() == StatusCode::kCancelled);
 }
 
 TEST_CASE("Membership: a join whose caller went away is withdrawn") {
   Membership m(2);
   std::atomic<bool> gone{false};
   auto a = std::async(std::launch::async, [&] {
-    return m.join(0, 2, "h", 1, 10000ms, [&] { return gone.load(); });
+    return m.join(at(0, 2, "h"), 1, 10000ms, [&] { return gone.load(); });
   });
   REQUIRE(wait_missing(m, 1));
   gone = true;
@@ -219,7 +234,7 @@ TEST_CASE("Membership: a join whose caller went away is withdrawn") {
 TEST_CASE("Membership: first_join_time is set by the first join and kept") {
   Membership m(2);
   const auto before = std::chrono::steady_clock::now();
-  auto t = m.join(0, 2, "h", 1, 20ms);  // times out
+  auto t = m.join(at(0, 2, "h"), 1, 20ms);  // times out
   CHECK(t.status().code() == StatusCode::kTimeout);
   auto first = m.first_join_time();
   REQUIRE(first.has_value());

@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/orphan_timer.h"
+#include "daemon/agent/orphan_timer.h"
 #include "test_util.h"
 
 using namespace std::chrono_literals;

@@ -5,8 +5,8 @@
 #include <future>
 #include <set>
 
-#include "daemon/grpc_server.h"
-#include "daemon/rendezvous_service.h"
+#include "proto/grpc_server.h"
+#include "daemon/rendezvous/rendezvous_service.h"
 #include "hvd/v1/rendezvous.grpc.pb.h"
 #include "proto/rpc_auth.h"
 #include "test_util.h"
@@ -224,7 +224,7 @@ TEST_CASE("Rendezvous rejects bad keys with INVALID_ARGUMENT") {
         grpc::StatusCode::INVALID_ARGUMENT);
   beat.set_rank(1);
   REQUIRE(r.stub->Heartbeat(context().get(), beat, &beat_reply).ok());
-  CHECK(beat_reply.epoch() == 0);
+  CHECK(beat_reply.round() == 0);
 
   v1::JoinRequest join;
   join.set_rank(5);
@@ -258,8 +258,8 @@ TEST_CASE("Rendezvous Join of two clients from two threads") {
   REQUIRE(code_b == grpc::StatusCode::OK);
   CHECK(std::set<int>{reply_a.rank(), reply_b.rank()} == std::set<int>{0, 1});
   CHECK(reply_a.size() == 2);
-  CHECK(reply_a.epoch() == 0);
-  CHECK(reply_b.epoch() == 0);
+  CHECK(reply_a.round() == 0);
+  CHECK(reply_b.round() == 0);
 }
 
 TEST_CASE("Rendezvous deletes a round's keys once the next round has formed") {
@@ -271,17 +271,17 @@ TEST_CASE("Rendezvous deletes a round's keys once the next round has formed") {
     req.set_timeout_ms(5000);
     v1::JoinReply reply;
     REQUIRE(r.stub->Join(context().get(), req, &reply).ok());
-    return reply.epoch();
+    return reply.round();
   };
   REQUIRE(join() == 0);
-  REQUIRE(r.service.store().set("epoch0/cpu/rank0", "addr").is_ok());
-  REQUIRE(r.service.store().set("epoch0/ps1/rank0", "addr").is_ok());
-  REQUIRE(r.service.store().set("epoch10/cpu/rank0", "kept").is_ok());
+  REQUIRE(r.service.store().set("round0/cpu/rank0", "addr").is_ok());
+  REQUIRE(r.service.store().set("round0/ps1/rank0", "addr").is_ok());
+  REQUIRE(r.service.store().set("round10/cpu/rank0", "kept").is_ok());
   REQUIRE(r.service.store().set("hvd/finished", "kept").is_ok());
   REQUIRE(join() == 1);  // shutdown + init: round 1 formed, round 0's keys go
-  CHECK_FALSE(r.service.store().check({"epoch0/cpu/rank0"}).value());
-  CHECK_FALSE(r.service.store().check({"epoch0/ps1/rank0"}).value());
-  CHECK(r.service.store().check({"epoch10/cpu/rank0", "hvd/finished"}).value());
+  CHECK_FALSE(r.service.store().check({"round0/cpu/rank0"}).value());
+  CHECK_FALSE(r.service.store().check({"round0/ps1/rank0"}).value());
+  CHECK(r.service.store().check({"round10/cpu/rank0", "hvd/finished"}).value());
 }
 
 TEST_CASE("Rendezvous watches joined ranks through heartbeats until they leave") {

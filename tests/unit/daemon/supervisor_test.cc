@@ -12,13 +12,13 @@
 #include <fstream>
 #include <memory>
 
-#include "daemon/supervisor.h"
+#include "daemon/agent/supervisor.h"
 #include "test_util.h"
 
 using namespace std::chrono_literals;
 using hvd::common::StatusCode;
 using hvd::daemon::ProcessEvent;
-using hvd::daemon::ProcessSpec;
+using hvd::common::ProcessSpec;
 using hvd::daemon::Supervisor;
 using hvd::daemon::test::EventLog;
 using hvd::daemon::test::eventually;

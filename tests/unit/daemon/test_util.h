@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/supervisor.h"
+#include "daemon/agent/supervisor.h"
 
 namespace hvd::daemon::test {
 

@@ -68,6 +68,9 @@ TEST_CASE("secret file: --secret-file, else HVD_SECRET_FILE") {
   CHECK(parse_ok({"-np", "1"}).secret_file == "/from/env");
   CHECK(parse_ok({"-np", "1", "--secret-file", "/flag"}).secret_file == "/flag");
   CHECK_THAT(parse_error({"-np", "1", "--secret-file="}), Catch::Contains("--secret-file"));
+  // The same line as hvd-agent's for the same mistake (common/cli_options.h).
+  CHECK(parse_error({"-np", "1", "--secret-file", "", "true"}) ==
+        "hvdrun: error: --secret-file '': expected a file name\n");
   g_env.clear();
 }
 

@@ -8,8 +8,8 @@
 #include <cstdlib>
 #include <map>
 
-#include "daemon/agent_service.h"
-#include "daemon/grpc_server.h"
+#include "daemon/agent/agent_service.h"
+#include "proto/grpc_server.h"
 #include "launcher/launch_requests.h"
 
 using namespace hvd::launcher;

@@ -4,8 +4,8 @@
 #include <catch2/catch.hpp>
 #include <chrono>
 
-#include "daemon/agent_service.h"
-#include "daemon/grpc_server.h"
+#include "daemon/agent/agent_service.h"
+#include "proto/grpc_server.h"
 #include "launcher/host_agents.h"
 #include "proto/tls_credentials.h"
 #include "tests/unit/proto/test_certs.h"

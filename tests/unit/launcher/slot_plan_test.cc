@@ -17,6 +17,7 @@ void check_plan(const std::vector<RankSlot>& plan, const std::vector<Expect>& ex
   for (size_t i = 0; i < plan.size(); ++i) {
     INFO("rank " << i);
     CHECK(plan[i].rank == expected[i].rank);
+    CHECK(plan[i].size == static_cast<int>(plan.size()));
     CHECK(plan[i].host == expected[i].host);
     CHECK(plan[i].local_rank == expected[i].local_rank);
     CHECK(plan[i].local_size == expected[i].local_size);

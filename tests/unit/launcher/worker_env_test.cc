@@ -12,7 +12,8 @@ TEST_CASE("worker environment layers: base < settings < -x < contract") {
   Environment settings = {{"HVD_START_TIMEOUT", "30"}, {"HVD_LOG_LEVEL", "warning"}};
   std::vector<std::pair<std::string, std::string>> extra = {{"FOO", "bar"},
                                                             {"HVD_LOG_LEVEL", "debug"}};
-  RankSlot slot{3, "nodeB", 1, 2, 1, 2};
+  RankSlot slot{.rank = 3, .local_rank = 1, .local_size = 2, .cross_rank = 1, .cross_size = 2,
+                .host = "nodeB"};
   JobContext job{"job-1", "s3cr3t", "127.0.0.1:5000", "127.0.0.1", 4, {}};
 
   Environment env = worker_environment(base, settings, extra, slot, job);
@@ -48,7 +49,7 @@ TEST_CASE("a -x HOROVOD_ alias of a setting is not hidden by hvdrun's HVD_ value
       {"HOROVOD_HIERARCHICAL_ALLREDUCE", "1"},
       {"HOROVOD_AUTOTUNE", "1"}, {"HVD_AUTOTUNE", "0"},  // -x names both: HVD_ wins, as in workers
       {"HOROVOD_FUSION_THRESHOLD", "1024"}, {"HOROVOD_FUSION_THRESHOLD", "2048"}};
-  RankSlot slot{0, "a", 0, 1, 0, 1};
+  RankSlot slot{.rank = 0, .host = "a"};
   JobContext job{"job-1", "t", "10.0.0.1:5000", "10.0.0.3", 1, {}};
   Environment env = worker_environment({}, settings, extra, slot, job);
   CHECK(env.at("HVD_HIERARCHICAL_ALLREDUCE") == "1");
@@ -66,8 +67,8 @@ TEST_CASE("current_environment reads environ") {
 
 TEST_CASE("several workers on a host get one OpenMP thread each unless the user chose") {
   JobContext job{"job-1", "t", "127.0.0.1:5000", "127.0.0.1", 4, {}};
-  RankSlot shared{0, "a", 0, 2, 0, 1};
-  RankSlot alone{0, "a", 0, 1, 0, 1};
+  RankSlot shared{.rank = 0, .local_size = 2, .host = "a"};
+  RankSlot alone{.rank = 0, .host = "a"};
   CHECK(worker_environment({}, {}, {}, shared, job).at("OMP_NUM_THREADS") == "1");
   CHECK(worker_environment({}, {}, {}, alone, job).count("OMP_NUM_THREADS") == 0);
   CHECK(worker_environment({{"OMP_NUM_THREADS", "4"}}, {}, {}, shared, job).at("OMP_NUM_THREADS") ==
@@ -77,7 +78,8 @@ TEST_CASE("several workers on a host get one OpenMP thread each unless the user 
 }
 
 TEST_CASE("workers get horovodrun's variables with the same values as the HVD_ ones") {
-  RankSlot slot{5, "nodeC", 1, 3, 2, 4};
+  RankSlot slot{.rank = 5, .local_rank = 1, .local_size = 3, .cross_rank = 2, .cross_size = 4,
+                .host = "nodeC"};
   JobContext job{"job-1", "t", "10.0.0.1:5000", "10.0.0.3", 12, {}};
   Environment env = worker_environment({}, {}, {}, slot, job);
   const std::pair<const char*, const char*> same[] = {
@@ -102,7 +104,7 @@ TEST_CASE("workers get horovodrun's variables with the same values as the HVD_ o
 }
 
 TEST_CASE("worker env: with --network-interface, HOROVOD_GLOO_IFACE is the first, NCCL_SOCKET_IFNAME all") {
-  RankSlot slot{0, "a", 0, 1, 0, 1};
+  RankSlot slot{.rank = 0, .host = "a"};
   JobContext job{"job-1", "t", "10.0.0.1:5000", "10.0.0.3", 1, {"eth1", "ib0"}};
   Environment env = worker_environment({}, {}, {}, slot, job);
   CHECK(env.at("HOROVOD_GLOO_IFACE") == "eth1");
@@ -110,7 +112,7 @@ TEST_CASE("worker env: with --network-interface, HOROVOD_GLOO_IFACE is the first
 }
 
 TEST_CASE("hvdrun's HOROVOD_ values override inherited and -x ones, as horovodrun's do") {
-  RankSlot slot{1, "b", 1, 2, 0, 1};
+  RankSlot slot{.rank = 1, .local_rank = 1, .local_size = 2, .host = "b"};
   JobContext job{"job-1", "t", "10.0.0.1:5000", "10.0.0.3", 2, {"eth0"}};
   Environment base = {{"HOROVOD_RANK", "7"}, {"HOROVOD_CONTROLLER", "mpi"},
                       {"HOROVOD_FUSION_THRESHOLD", "1024"}, {"PYTHONUNBUFFERED", ""}};

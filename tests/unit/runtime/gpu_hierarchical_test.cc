@@ -17,7 +17,7 @@
 #include <thread>
 #include <vector>
 
-#include "daemon/kv_store.h"
+#include "daemon/rendezvous/kv_store.h"
 #include "runtime/gpu_hierarchical.h"
 #include "runtime/gpu_transport.h"
 #include "tests/unit/runtime/host_device_work.h"

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "runtime/scale.h"
+#include "runtime/engine/scale.h"
 #include "transports/device_work.h"
 
 namespace hvd::runtime::testing {

@@ -2,7 +2,7 @@
 // served in-process: updates recorded from the stream (and from the
 // service's word at subscription), the members-removed callback, a prompt
 // stop.
-#include "runtime/membership_watch.h"
+#include "daemon/rendezvous/membership_watch.h"
 
 #include <catch2/catch.hpp>
 
@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "rendezvous_job.h"
-#include "runtime/rendezvous_client.h"
+#include "daemon/rendezvous/rendezvous_client.h"
 
 namespace hvd::runtime {
 
@@ -57,8 +57,10 @@ void wait_watchers(const Job& job, size_t n) {
 
 // Round 0 of a two-slot elastic job (at least one worker per round).
 void form_round_zero(RendezvousClient& client) {
-  auto a = std::async(std::launch::async, [&] { return client.join(0, 2, "h0", 1, 5s, {}, 0); });
-  auto b = std::async(std::launch::async, [&] { return client.join(1, 2, "h1", 2, 5s, {}, 1); });
+  auto a = std::async(std::launch::async,
+                      [&] { return client.join({.rank = 0, .size = 2, .host = "h0"}, 1, 5s, 0); });
+  auto b = std::async(std::launch::async,
+                      [&] { return client.join({.rank = 1, .size = 2, .host = "h1"}, 2, 5s, 1); });
   REQUIRE(a.get().is_ok());
   REQUIRE(b.get().is_ok());
 }
@@ -81,8 +83,9 @@ TEST_CASE("membership watch: a newcomer waiting, hosts added and members removed
 
   // Slot 1's worker died; its replacement waits for the next round.
   job.service.lost(1);
-  auto newcomer =
-      std::async(std::launch::async, [&] { return client.join(1, 2, "h1", 3, 10s, {}, -1); });
+  auto newcomer = std::async(std::launch::async, [&] {
+    return client.join({.rank = 1, .size = 2, .host = "h1"}, 3, 10s, -1);
+  });
   CHECK(wait_updates(watch, MembershipWatch::kAdded) == MembershipWatch::kAdded);
 
   // A watch opened now is told at once that a worker waits.
@@ -103,7 +106,7 @@ TEST_CASE("membership watch: a newcomer waiting, hosts added and members removed
   auto world = newcomer.get();
   REQUIRE(world.is_ok());
   CHECK(world->size == 1);
-  CHECK(world->epoch == 1);
+  CHECK(world->round == 1);
 
   const auto start = std::chrono::steady_clock::now();
   watch.stop();

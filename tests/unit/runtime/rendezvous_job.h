@@ -8,8 +8,8 @@
 #include <memory>
 #include <string>
 
-#include "daemon/grpc_server.h"
-#include "daemon/rendezvous_service.h"
+#include "proto/grpc_server.h"
+#include "daemon/rendezvous/rendezvous_service.h"
 #include "fake_env.h"
 
 namespace hvd::runtime::testing {

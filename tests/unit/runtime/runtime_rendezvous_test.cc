@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "rendezvous_job.h"
-#include "runtime/rendezvous_client.h"
+#include "daemon/rendezvous/rendezvous_client.h"
 #include "runtime/runtime.h"
 
 namespace hvd::runtime {
@@ -75,19 +75,19 @@ std::string collectives(Runtime& rt) {
 
 }  // namespace
 
-TEST_CASE("runtime: three ranks join, reduce, leave and join the next epoch", "[runtime]") {
+TEST_CASE("runtime: three ranks join, reduce, leave and join the next round", "[runtime]") {
   const int size = 3;
   Job job(size);
-  std::vector<int64_t> epochs(size, -1);
+  std::vector<int64_t> rounds_seen(size, -1);
   for (int round = 0; round < 2; ++round) {
     auto problems = on_ranks(size, [&](int rank) -> std::string {
       Env env = job.env(rank, size);
       auto rt = Runtime::init(lookup_in(env));
       if (!rt.is_ok()) return "init: " + rt.status().to_string();
-      if (round == 1 && rt.value()->epoch() <= epochs[static_cast<size_t>(rank)]) {
-        return "epoch did not advance: " + std::to_string(rt.value()->epoch());
+      if (round == 1 && rt.value()->round() <= rounds_seen[static_cast<size_t>(rank)]) {
+        return "round did not advance: " + std::to_string(rt.value()->round());
       }
-      epochs[static_cast<size_t>(rank)] = rt.value()->epoch();
+      rounds_seen[static_cast<size_t>(rank)] = rt.value()->round();
       return collectives(*rt.value());
     });
     INFO("round " << round);

@@ -20,6 +20,7 @@ using testing::run_ranks;
 TEST_CASE("layout: hosts by their lowest rank, local ranks in rank order") {
   const std::vector<std::string> hosts{"b", "a", "b", "a", "c"};
   Layout l = layout_of(hosts, 2);
+  CHECK((l.rank == 2 && l.size == 5 && l.host == "b"));
   CHECK(l.cross_rank == 0);
   CHECK(l.cross_size == 3);
   CHECK(l.local_rank == 1);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/kv_store.h"
+#include "daemon/rendezvous/kv_store.h"
 #include "transports/plugin/known_plugins.h"
 #include "transports/plugin/plugin_loader.h"
 

@@ -5,7 +5,7 @@
 #include <future>
 #include <thread>
 
-#include "daemon/kv_store.h"
+#include "daemon/rendezvous/kv_store.h"
 
 namespace hvd::transports::testing {
 

@@ -18,7 +18,7 @@
 #include <future>
 #include <string>
 
-#include "daemon/kv_store.h"
+#include "daemon/rendezvous/kv_store.h"
 #include "file_store.h"
 #include "forked_ranks.h"
 #include "transports/shm/rendezvous.h"

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/kv_store.h"
+#include "daemon/rendezvous/kv_store.h"
 #include "forked_ranks.h"
 #include "transport_under_test.h"
 #include "transports/shm/shm_transport.h"

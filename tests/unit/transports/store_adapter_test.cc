@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/kv_store.h"
+#include "daemon/rendezvous/kv_store.h"
 #include "transports/gloo/factory.h"
 #include "transports/gloo/store_adapter.h"
 

@@ -7,7 +7,7 @@
  * or an event. Freed memory is poisoned (every byte 0xA5) and kept a while
  * before it really goes, so work that reads it after the free reads
  * garbage and fails its test instead of passing by luck.
- * device_scale is runtime/scale.h's finish_reduction for the types the fake
+ * device_scale is runtime/engine/scale.h's finish_reduction for the types the fake
  * reduces (integers, float32, float64). Each call is counted
  * (fakecuda_device_calls("copy"), ...), with the copy entries and the
  * pinned allocations, so tests prove the engine used them. */
@@ -158,7 +158,7 @@ int32_t fakecuda_device_copy(void* c, const hvd_plugin_copy* copies, size_t n, v
 }
 
 /* C's conversion of a double through int64 (NaN and beyond: int64's
- * minimum), as runtime/scale.cc's truncate_to. */
+ * minimum), as runtime/engine/scale.cc's truncate_to. */
 static int64_t truncated(double x) {
   const double two63 = 9223372036854775808.0;
   return x >= -two63 && x < two63 ? (int64_t)x : INT64_MIN;

@@ -1,0 +1,37 @@
+// Where one rank sits in its world: the one type for it, from hvdrun's slot
+// plan (launcher/slot_plan.h) through the rendezvous's Join messages
+// (daemon/rendezvous/join_messages.h) to the worker's world
+// (runtime/discovery/world.h), the transports' context
+// (transports/registry.h, transports/layout.h) and the plugin ABI's
+// hvd_plugin_world (transports/plugin/plugin_world.h, its one conversion).
+// The types that say more hold a Placement as their base.
+//
+// Horovod's definitions: local rank and size count the world's ranks on
+// this rank's host; cross rank is this rank's index among the ranks of the
+// world with its local rank (in rank order), cross size their number.
+//
+// The defaults are a world of one on one host. A local_size or cross_size
+// of 0 means "unknown": a TransportContext starts so (a process set's
+// layout is not known until its ranks exchange their hosts), and the plugin
+// ABI passes it on as is; the rank beside an unknown size means nothing.
+#pragma once
+
+#include <string>
+
+namespace hvd::common {
+
+struct Placement {
+  int rank = 0;
+  int size = 1;
+  int local_rank = 0;
+  int local_size = 1;  // 0: unknown
+  int cross_rank = 0;
+  int cross_size = 1;  // 0: unknown
+  // The launcher's name for this rank's host (ranks that give the same name
+  // share a host); empty when nobody named it.
+  std::string host;
+
+  bool operator==(const Placement&) const = default;
+};
+
+}  // namespace hvd::common

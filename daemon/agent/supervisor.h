@@ -1,0 +1,82 @@
+// Process supervisor: spawns worker processes, each in its own process group
+// (and with PR_SET_PDEATHSIG so none outlives a killed parent), captures
+// stdout and stderr line by line, reports exits, and terminates process
+// groups (SIGTERM, grace period, SIGKILL). One supervisor thread owns every
+// child: it forks, polls the pipes and pidfds, and reaps.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/process_spec.h"
+#include "common/status.h"
+
+namespace hvd::daemon {
+
+using common::ProcessSpec;
+using common::Result;
+using common::Status;
+
+
+struct ProcessEvent {
+  enum class Kind { kOutput, kExit };
+  Kind kind = Kind::kOutput;
+  int rank = 0;
+  int64_t pid = 0;
+  bool is_stderr = false;  // kOutput
+  std::string text;        // kOutput: one line, without '\n'
+  int exit_code = 0;       // kExit, when signal == 0
+  int signal = 0;          // kExit: the signal that ended the process, or 0
+};
+
+class Supervisor {
+ public:
+  // Called on the supervisor thread, in order; all output a process wrote
+  // before it exited is delivered before its kExit event. Lines of one
+  // stream keep their order; stdout and stderr of a process interleave only
+  // roughly. Output written after the exit by the process's own children
+  // (which may hold the pipes) is not delivered. The sink must return
+  // quickly and must not call terminate_all() or destroy the Supervisor.
+  using EventSink = std::function<void(const ProcessEvent&)>;
+
+  explicit Supervisor(EventSink sink);
+  // SIGKILLs every process group still alive, then joins the thread.
+  ~Supervisor();
+  Supervisor(const Supervisor&) = delete;
+  Supervisor& operator=(const Supervisor&) = delete;
+
+  // Resolves argv[0] against the PATH of spec.env first: kNotFound
+  // "cannot execute 'x': command not found" (or kFailedPrecondition
+  // "... permission denied") without forking. Returns the pid.
+  Result<int64_t> spawn(const ProcessSpec& spec);
+
+  // Sends sig to every process group spawned here that is still alive.
+  void signal_all(int sig);
+  // Sends sig to the process group of `rank`'s latest worker; false when
+  // there is none or it is gone.
+  bool signal_rank(int rank, int sig);
+
+  // SIGTERM to every live process group, SIGKILL to those still alive after
+  // `grace`; returns once every group is gone. Returns how many needed SIGKILL.
+  // A group counts as gone once only zombies are left in it (an orphaned
+  // grandchild waits for init to reap it). It also waits (up to 1 s) for the
+  // leaders to be reaped, so their kExit events are out when it returns.
+  int terminate_all(std::chrono::milliseconds grace);
+
+  // Number of spawned processes that have not been reaped yet; drops before
+  // the process's kExit event is delivered.
+  int running() const;
+
+  // Every method is thread-safe.
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace hvd::daemon

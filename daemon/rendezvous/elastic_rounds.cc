@@ -1,0 +1,206 @@
+#include "daemon/rendezvous/elastic_rounds.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "daemon/rendezvous/round_layout.h"
+
+namespace hvd::daemon {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr auto kCancelPoll = std::chrono::milliseconds(100);
+
+std::string slot_list(const std::vector<int>& slots) {
+  std::string out;
+  for (int s : slots) out += (out.empty() ? "" : ", ") + std::to_string(s);
+  return out;
+}
+
+}  // namespace
+
+ElasticRounds::ElasticRounds(int initial_size, int min_size, MembershipEvents* events)
+    : initial_size_(initial_size), min_size_(std::max(1, min_size)), events_(events) {}
+
+bool ElasticRounds::member_locked(int slot) const {
+  return std::find(members_.begin(), members_.end(), slot) != members_.end();
+}
+
+bool ElasticRounds::ready_locked() const {
+  if (round_ < 0) return static_cast<int>(joining_.size()) >= initial_size_;
+  if (static_cast<int>(joining_.size()) < min_size_) return false;
+  return missing_locked().empty();
+}
+
+std::vector<int> ElasticRounds::missing_locked() const {
+  std::vector<int> missing;
+  const auto now = Clock::now();
+  for (const auto& [slot, until] : expected_) {
+    if (now >= until) continue;
+    bool joined = std::any_of(joining_.begin(), joining_.end(),
+                              [&](const Joiner& j) { return j.slot == slot; });
+    if (!joined) missing.push_back(slot);
+  }
+  for (int slot : members_) {
+    if (lost_.count(slot) != 0) continue;
+    bool joined = std::any_of(joining_.begin(), joining_.end(),
+                              [&](const Joiner& j) { return j.slot == slot; });
+    if (!joined) missing.push_back(slot);
+  }
+  return missing;
+}
+
+void ElasticRounds::form_locked() {
+  std::vector<Joiner> order = joining_;
+  auto member = [&](const Joiner& j) { return j.prev_rank >= 0 && member_locked(j.slot); };
+  std::stable_sort(order.begin(), order.end(), [&](const Joiner& a, const Joiner& b) {
+    const bool ma = member(a), mb = member(b);
+    if (ma != mb) return ma;  // the members first, the oldest worker rank 0
+    return ma ? a.prev_rank < b.prev_rank : a.order < b.order;
+  });
+  // For the first round, the slots' order (hvdrun's plan) is the rank order.
+  if (round_ < 0) {
+    std::stable_sort(order.begin(), order.end(),
+                     [](const Joiner& a, const Joiner& b) { return a.slot < b.slot; });
+  }
+  const int n = static_cast<int>(order.size());
+  ++round_;
+  worlds_.clear();
+  members_.clear();
+  // Local ranks by host, in rank order; then Horovod's cross ranks.
+  std::vector<JoinResult> worlds(static_cast<size_t>(n));
+  std::map<std::string, int> per_host;
+  for (int r = 0; r < n; ++r) {
+    JoinResult& world = worlds[static_cast<size_t>(r)];
+    world.rank = r;
+    world.size = n;
+    world.round = round_;
+    world.host = order[static_cast<size_t>(r)].host;
+    world.local_rank = per_host[world.host]++;
+  }
+  for (JoinResult& world : worlds) world.local_size = per_host[world.host];
+  set_cross_ranks(worlds);
+  for (int r = 0; r < n; ++r) {
+    worlds_[order[static_cast<size_t>(r)].slot] = worlds[static_cast<size_t>(r)];
+    members_.push_back(order[static_cast<size_t>(r)].slot);
+  }
+  lost_.clear();
+  const auto now = Clock::now();
+  std::erase_if(expected_, [&](const auto& e) { return now >= e.second || member_locked(e.first); });
+  joining_.clear();
+  spdlog::info("rendezvous: elastic round {} formed with {} worker(s)", round_, n);
+  changed_.notify_all();
+}
+
+common::Result<JoinResult> ElasticRounds::join(int slot, int prev_rank, const std::string& host,
+                                               std::chrono::milliseconds timeout,
+                                               const std::function<bool()>& cancelled) {
+  const auto deadline =
+      Clock::now() + std::min<std::chrono::milliseconds>(timeout, std::chrono::hours(24 * 365));
+  std::unique_lock lock(mu_);
+  if (closed_) return common::Status{common::StatusCode::kCancelled, "membership is closed"};
+  for (const Joiner& j : joining_) {
+    if (j.slot == slot) {
+      return common::Status{common::StatusCode::kAlreadyExists,
+                            "slot " + std::to_string(slot) + " is already joining round " +
+                                std::to_string(round_ + 1)};
+    }
+  }
+  joining_.push_back({slot, prev_rank, host, arrivals_++});
+  const int64_t target = round_ + 1;
+  if (ready_locked()) {
+    form_locked();
+  } else if (events_ != nullptr && round_ >= 0 && !(prev_rank >= 0 && member_locked(slot))) {
+    // A newcomer waits while a round runs: its members should let it in.
+    MembershipChange added;
+    added.round = round_;
+    added.hosts = {host};
+    added.slots = {slot};
+    events_->publish(std::move(added));
+  }
+  auto withdraw = [&] {
+    std::erase_if(joining_, [&](const Joiner& j) { return j.slot == slot; });
+  };
+  while (round_ < target) {
+    if (closed_) {
+      withdraw();
+      return common::Status{common::StatusCode::kCancelled, "membership is closed"};
+    }
+    const auto now = Clock::now();
+    if (now >= deadline) {
+      std::vector<int> missing = missing_locked();
+      withdraw();
+      std::string why = round_ < 0 ? std::to_string(initial_size_) + " workers did not all join"
+                                   : missing.empty()
+                                         ? "fewer than the " + std::to_string(min_size_) +
+                                               " workers of --min-np joined"
+                                         : "slots " + slot_list(missing) + " did not rejoin";
+      return common::timeout_error("timed out after " + std::to_string(timeout.count()) +
+                                   " ms waiting for elastic round " + std::to_string(target) +
+                                   ": " + why);
+    }
+    if (cancelled && cancelled()) {
+      withdraw();
+      return common::Status{common::StatusCode::kCancelled,
+                            "slot " + std::to_string(slot) + " gave up waiting"};
+    }
+    auto until = deadline;
+    if (cancelled && until - now > kCancelPoll) until = now + kCancelPoll;
+    for (const auto& e : expected_) {
+      if (e.second > now) until = std::min(until, e.second);
+    }
+    changed_.wait_until(lock, until);
+    // An expected worker's grace may have ended: the round forms without it.
+    if (round_ < target && !joining_.empty() && ready_locked()) form_locked();
+  }
+  return worlds_.at(slot);
+}
+
+void ElasticRounds::lost(int slot) { lost(std::vector<int>{slot}); }
+
+ElasticRounds::Removal ElasticRounds::lost(const std::vector<int>& slots) {
+  std::lock_guard lock(mu_);
+  Removal removal{round_, {}};
+  for (int slot : slots) {
+    if (!member_locked(slot)) continue;
+    lost_.insert(slot);
+    removal.members.push_back(slot);
+  }
+  if (!removal.members.empty() && !joining_.empty() && ready_locked()) form_locked();
+  return removal;
+}
+
+void ElasticRounds::expect(int slot, std::chrono::milliseconds grace) {
+  std::lock_guard lock(mu_);
+  expected_[slot] = Clock::now() + grace;
+}
+
+std::optional<MembershipChange> ElasticRounds::waiting(int slot) const {
+  std::lock_guard lock(mu_);
+  if (joining_.empty() || lost_.count(slot) != 0 || !member_locked(slot)) return std::nullopt;
+  MembershipChange added;
+  added.round = round_;
+  for (const Joiner& j : joining_) {
+    if (j.slot == slot) return std::nullopt;  // it has rejoined already
+    added.hosts.push_back(j.host);
+    added.slots.push_back(j.slot);
+  }
+  return added;
+}
+
+int64_t ElasticRounds::round() const {
+  std::lock_guard lock(mu_);
+  return round_;
+}
+
+void ElasticRounds::close() {
+  {
+    std::lock_guard lock(mu_);
+    closed_ = true;
+  }
+  changed_.notify_all();
+}
+
+}  // namespace hvd::daemon

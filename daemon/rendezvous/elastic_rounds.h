@@ -1,0 +1,93 @@
+// The rendezvous rounds of an elastic job (docs/elastic.md). Workers are
+// known by their slot (the rank hvdrun launched them as; a replacement gets
+// its predecessor's slot). A round forms when every member of the last
+// round that is still alive has joined it (hvdrun reports the dead with
+// lost()) and at least `min_size` workers have; the first round when
+// `initial_size` workers have. Newcomers (a worker that was in no round:
+// prev_rank -1) that have joined by then are in it too; one that comes
+// later waits for the next round: an ADDED event (daemon/rendezvous/membership_events.h)
+// tells the members so that they reset (HostsUpdatedInterrupt) and let it in. Ranks: the members in
+// the order of their previous ranks, then the newcomers in arrival order,
+// so the oldest worker is rank 0; local ranks by host in rank order, cross
+// ranks from those (Horovod's definitions). A promoted hot spare
+// (daemon/rendezvous/hot_spares.h) is expected: the forming round waits for it too, up
+// to a grace period, so that the survivors and it go on at full size at once.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "daemon/rendezvous/join_result.h"
+#include "common/status.h"
+#include "daemon/rendezvous/membership_events.h"
+
+namespace hvd::daemon {
+
+class ElasticRounds {
+ public:
+  // `events` (may be null; must outlive this) gets an ADDED event whenever
+  // a newcomer waits for a round after the first.
+  ElasticRounds(int initial_size, int min_size, MembershipEvents* events = nullptr);
+
+  // Waits (up to `timeout`, or until `cancelled`) for the round this join
+  // belongs to; the worker's world in it. kTimeout names the slots still
+  // missing; kCancelled after close().
+  common::Result<JoinResult> join(int slot, int prev_rank, const std::string& host,
+                                  std::chrono::milliseconds timeout,
+                                  const std::function<bool()>& cancelled);
+  // The worker of `slot` died: the forming round no longer waits for it.
+  void lost(int slot);
+  // lost() for each of `slots`: the current round and those of `slots`
+  // that were its members (the round may form at once without them).
+  struct Removal {
+    int64_t round = -1;
+    std::vector<int> members;
+  };
+  Removal lost(const std::vector<int>& slots);
+  // When workers wait to join while `slot` is a member of the current round
+  // that has not rejoined yet (the members should leave and rejoin): an
+  // ADDED change naming them; nullopt otherwise.
+  std::optional<MembershipChange> waiting(int slot) const;
+  // A new worker (a promoted spare) is about to join in `slot`: the round
+  // forming waits for it up to `grace` (then forms without it; it joins the
+  // next one; a spare that dies first costs the survivors that wait).
+  void expect(int slot, std::chrono::milliseconds grace);
+  int64_t round() const;
+  void close();
+
+ private:
+  struct Joiner {
+    int slot = 0;
+    int prev_rank = -1;
+    std::string host;
+    int64_t order = 0;
+  };
+  bool member_locked(int slot) const;
+  bool ready_locked() const;
+  void form_locked();
+  std::vector<int> missing_locked() const;
+
+  const int initial_size_;
+  const int min_size_;
+  MembershipEvents* const events_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  int64_t round_ = -1;              // the last round formed
+  std::vector<int> members_;        // its slots, by rank
+  std::set<int> lost_;              // members that died since
+  std::vector<Joiner> joining_;     // the round forming
+  int64_t arrivals_ = 0;
+  std::map<int, JoinResult> worlds_;  // slot -> world in round_
+  std::map<int, std::chrono::steady_clock::time_point> expected_;  // slot -> until when
+  bool closed_ = false;
+};
+
+}  // namespace hvd::daemon

@@ -1,0 +1,50 @@
+// The worker's heartbeat (daemon/rendezvous/liveness.h): from the moment the worker has
+// joined its job until shutdown, a thread tells the job's Rendezvous service
+// every `interval` that this rank is alive, and says once, at stop(), that
+// it leaves. It needs no GIL and no engine: a rank busy in Python or blocked
+// in a collective still beats; a stopped process (SIGSTOP) or a hung host
+// does not, which is how hvdrun tells them apart. Failed calls are logged
+// at debug level and retried next interval: the launcher decides.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <thread>
+
+#include "daemon/rendezvous/rendezvous_client.h"
+
+namespace hvd::runtime {
+
+class Heartbeat {
+ public:
+  // Starts beating for `rank` of `round` at once, then every `interval`.
+  Heartbeat(RendezvousClient& client, int rank, int64_t round, std::chrono::milliseconds interval);
+  // stop()s.
+  ~Heartbeat();
+  Heartbeat(const Heartbeat&) = delete;
+  Heartbeat& operator=(const Heartbeat&) = delete;
+
+  // Ends the thread and sends the leaving heartbeat (bounded by the
+  // interval). Idempotent.
+  void stop();
+
+  // The interval for a liveness timeout: ten beats per timeout, at least
+  // every half second and at most ten times a second.
+  static std::chrono::milliseconds interval_for(std::chrono::milliseconds timeout);
+
+ private:
+  void run();
+
+  RendezvousClient& client_;
+  const int rank_;
+  const int64_t round_;
+  const std::chrono::milliseconds interval_;
+  std::mutex mu_;
+  std::condition_variable wake_;
+  bool stopping_ = false;
+  std::thread thread_;  // last: starts after everything above exists
+};
+
+}  // namespace hvd::runtime

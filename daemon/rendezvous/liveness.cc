@@ -1,0 +1,42 @@
+#include "daemon/rendezvous/liveness.h"
+
+namespace hvd::daemon {
+
+Liveness::Liveness(int size) : last_(size > 0 ? static_cast<size_t>(size) : 0) {}
+
+void Liveness::joined(int rank, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  // Elastic jobs have slots beyond the first world's size.
+  if (rank >= 0 && rank < kMaxRanks && !valid(rank)) last_.resize(static_cast<size_t>(rank) + 1);
+  if (valid(rank)) last_[static_cast<size_t>(rank)] = now;
+}
+
+void Liveness::beat(int rank, Clock::time_point now) {
+  std::lock_guard lock(mu_);
+  if (!valid(rank)) return;
+  auto& last = last_[static_cast<size_t>(rank)];
+  if (last && now > *last) last = now;
+}
+
+void Liveness::left(int rank) {
+  std::lock_guard lock(mu_);
+  if (valid(rank)) last_[static_cast<size_t>(rank)].reset();
+}
+
+std::vector<int> Liveness::silent(std::chrono::milliseconds timeout, Clock::time_point now) const {
+  std::lock_guard lock(mu_);
+  std::vector<int> out;
+  for (size_t r = 0; r < last_.size(); ++r) {
+    if (last_[r] && now - *last_[r] > timeout) out.push_back(static_cast<int>(r));
+  }
+  return out;
+}
+
+std::optional<Liveness::Clock::duration> Liveness::quiet_for(int rank,
+                                                            Clock::time_point now) const {
+  std::lock_guard lock(mu_);
+  if (!valid(rank) || !last_[static_cast<size_t>(rank)]) return std::nullopt;
+  return now - *last_[static_cast<size_t>(rank)];
+}
+
+}  // namespace hvd::daemon

@@ -1,0 +1,298 @@
+#include "daemon/rendezvous/rendezvous_service.h"
+
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "daemon/rendezvous/join_messages.h"
+#include "daemon/rendezvous/round_keys.h"
+#include "proto/rpc_auth.h"
+#include "proto/rpc_status.h"
+
+namespace hvd::daemon {
+
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr milliseconds kDefaultWait{30'000};
+constexpr milliseconds kMaxWait{3'600'000};
+constexpr size_t kMaxKeys = 1024;
+constexpr size_t kMaxKeyBytes = 4096;
+// How often a Watch stream with nothing to write checks for cancellation.
+constexpr milliseconds kCancelPoll{100};
+// How long a forming round waits for a promoted spare that was waiting (it
+// joins within milliseconds; on a loaded host it may take longer, and then
+// joins the round after).
+constexpr milliseconds kSpareJoinGrace{3'000};
+
+// min(requested, the call's deadline), 30 s when not positive, at most 1 h.
+milliseconds wait_budget(const grpc::ServerContext& ctx, int64_t timeout_ms) {
+  milliseconds wait = timeout_ms > 0 ? milliseconds(std::min<int64_t>(timeout_ms, kMaxWait.count()))
+                                     : kDefaultWait;
+  const auto deadline = ctx.deadline();
+  const auto now = std::chrono::system_clock::now();
+  if (deadline <= now) return milliseconds(0);
+  if (deadline - now < wait) {
+    wait = std::chrono::duration_cast<milliseconds>(deadline - now);
+  }
+  return wait;
+}
+
+grpc::Status invalid(std::string message) {
+  return {grpc::StatusCode::INVALID_ARGUMENT, std::move(message)};
+}
+
+grpc::Status check_key(const std::string& key) {
+  if (key.empty()) return invalid("empty key");
+  if (key.size() > kMaxKeyBytes) {
+    return invalid("key of " + std::to_string(key.size()) + " bytes is longer than the limit of " +
+                   std::to_string(kMaxKeyBytes));
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status check_keys(const google::protobuf::RepeatedPtrField<std::string>& keys) {
+  if (keys.empty()) return invalid("no keys given");
+  if (static_cast<size_t>(keys.size()) > kMaxKeys) {
+    return invalid(std::to_string(keys.size()) + " keys in one call; the limit is " +
+                   std::to_string(kMaxKeys));
+  }
+  for (const auto& key : keys) {
+    auto s = check_key(key);
+    if (!s.ok()) return s;
+  }
+  return grpc::Status::OK;
+}
+
+hvd::v1::MembershipEvent to_proto(const MembershipChange& change) {
+  hvd::v1::MembershipEvent event;
+  event.set_sequence(change.sequence);
+  event.set_round(change.round);
+  event.set_kind(change.kind == MembershipChange::Kind::kAdded ? hvd::v1::MembershipEvent::ADDED
+                                                               : hvd::v1::MembershipEvent::REMOVED);
+  for (const auto& host : change.hosts) event.add_hosts(host);
+  for (int slot : change.slots) event.add_slots(slot);
+  for (int slot : change.member_slots) event.add_member_slots(slot);
+  return event;
+}
+
+}  // namespace
+
+RendezvousService::RendezvousService(std::string job_token, int world_size)
+    : token_(std::move(job_token)), membership_(world_size), liveness_(world_size) {}
+
+void RendezvousService::enable_elastic(int min_size, int slots) {
+  rounds_ = std::make_unique<ElasticRounds>(membership_.size(), min_size, &events_);
+  slots_ = std::max(slots, membership_.size());
+}
+
+void RendezvousService::close() {
+  spares_.close();
+  membership_.close();
+  if (rounds_) rounds_->close();
+  store_.close();
+  events_.close();
+}
+
+void RendezvousService::hosts_changed(std::vector<std::string> added_hosts,
+                                      std::vector<std::string> removed_hosts,
+                                      std::vector<int> removed_slots) {
+  if (!added_hosts.empty()) {
+    MembershipChange added;
+    added.round = rounds_ ? rounds_->round() : membership_.round();
+    added.hosts = std::move(added_hosts);
+    const int64_t seq = events_.publish(added);
+    spdlog::info("rendezvous: host(s) added: {} (event {})", fmt::join(added.hosts, ", "), seq);
+  }
+  if (removed_hosts.empty() && removed_slots.empty()) return;
+  MembershipChange removed;
+  removed.kind = MembershipChange::Kind::kRemoved;
+  if (rounds_) {
+    auto removal = rounds_->lost(removed_slots);
+    removed.round = removal.round;
+    removed.member_slots = std::move(removal.members);
+  } else {
+    removed.round = membership_.round();
+    removed.member_slots = removed_slots;  // every slot is a member of a fixed-size job
+  }
+  for (int slot : removed_slots) liveness_.left(slot);
+  removed.hosts = std::move(removed_hosts);
+  removed.slots = std::move(removed_slots);
+  const int64_t seq = events_.publish(removed);
+  if (removed.hosts.empty()) {
+    spdlog::info("rendezvous: worker(s) lost: slot(s) {} (event {})",
+                 fmt::join(removed.slots, ", "), seq);
+  } else {
+    spdlog::info("rendezvous: host(s) removed: {} with slot(s) {} (event {})",
+                 fmt::join(removed.hosts, ", "), fmt::join(removed.slots, ", "), seq);
+  }
+}
+
+bool RendezvousService::promote_spare(int spare, int slot) {
+  const bool waits = spares_.promote(spare, slot);
+  if (waits && rounds_) rounds_->expect(slot, kSpareJoinGrace);
+  spdlog::info("rendezvous: spare {} promoted into slot {}{}", spare, slot,
+               waits ? "" : " (it has not reached hvd.init() yet)");
+  return waits;
+}
+
+grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::JoinRequest* req,
+                                     hvd::v1::JoinReply* reply) {
+  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Join");
+  if (!auth.ok()) return auth;
+  const common::Placement placement = from_request(*req);
+  if (rounds_ && (req->rank() < 0 || req->rank() >= slots_)) {
+    return invalid("slot " + std::to_string(req->rank()) + " is out of range for " +
+                   std::to_string(slots_) + " slots");
+  }
+  auto cancelled = [ctx] { return ctx->IsCancelled(); };
+  const auto budget = wait_budget(*ctx, req->timeout_ms());
+  auto result = rounds_ ? rounds_->join(req->rank(), req->prev_rank(), req->host(), budget,
+                                        cancelled)
+                        : membership_.join(placement, req->pid(), budget, cancelled);
+  if (!result.is_ok()) {
+    spdlog::debug("rendezvous: Join of rank {} from {} failed: {}", req->rank(), req->host(),
+                  result.status().to_string());
+    return proto::to_grpc(result.status());
+  }
+  to_reply(*result, reply);
+  // Liveness by slot: the rank a worker was launched as (the same as its
+  // rank outside elastic jobs).
+  liveness_.joined(rounds_ ? req->rank() : result->rank, std::chrono::steady_clock::now());
+  if (result->round > 0) {
+    // Every rank has left the round before this one: its keys go.
+    size_t removed = store_.remove_prefix(round_key_prefix(result->round - 1));
+    if (removed > 0) {
+      spdlog::debug("rendezvous: deleted {} key(s) of round {}", removed, result->round - 1);
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status RendezvousService::Set(grpc::ServerContext* ctx, const hvd::v1::SetRequest* req,
+                                    hvd::v1::SetReply* /*reply*/) {
+  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Set");
+  if (!auth.ok()) return auth;
+  auto s = check_key(req->key());
+  if (!s.ok()) return s;
+  return proto::to_grpc(store_.set(req->key(), req->value()));
+}
+
+grpc::Status RendezvousService::Get(grpc::ServerContext* ctx, const hvd::v1::GetRequest* req,
+                                    hvd::v1::GetReply* reply) {
+  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Get");
+  if (!auth.ok()) return auth;
+  auto s = check_keys(req->keys());
+  if (!s.ok()) return s;
+  std::vector<std::string> keys(req->keys().begin(), req->keys().end());
+  auto result = store_.get(keys, wait_budget(*ctx, req->timeout_ms()),
+                           [ctx] { return ctx->IsCancelled(); });
+  if (!result.is_ok()) return proto::to_grpc(result.status());
+  for (auto& value : result.value()) reply->add_values(std::move(value));
+  return grpc::Status::OK;
+}
+
+grpc::Status RendezvousService::Add(grpc::ServerContext* ctx, const hvd::v1::AddRequest* req,
+                                    hvd::v1::AddReply* reply) {
+  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Add");
+  if (!auth.ok()) return auth;
+  auto s = check_key(req->key());
+  if (!s.ok()) return s;
+  auto result = store_.add(req->key(), req->delta());
+  if (!result.is_ok()) return proto::to_grpc(result.status());
+  reply->set_value(result.value());
+  return grpc::Status::OK;
+}
+
+grpc::Status RendezvousService::Check(grpc::ServerContext* ctx, const hvd::v1::CheckRequest* req,
+                                      hvd::v1::CheckReply* reply) {
+  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Check");
+  if (!auth.ok()) return auth;
+  auto s = check_keys(req->keys());
+  if (!s.ok()) return s;
+  std::vector<std::string> keys(req->keys().begin(), req->keys().end());
+  auto result = store_.check(keys);
+  if (!result.is_ok()) return proto::to_grpc(result.status());
+  reply->set_ready(result.value());
+  return grpc::Status::OK;
+}
+
+grpc::Status RendezvousService::Delete(grpc::ServerContext* ctx,
+                                       const hvd::v1::DeleteRequest* req,
+                                       hvd::v1::DeleteReply* reply) {
+  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Delete");
+  if (!auth.ok()) return auth;
+  auto s = check_key(req->key());
+  if (!s.ok()) return s;
+  auto result = store_.remove(req->key());
+  if (!result.is_ok()) return proto::to_grpc(result.status());
+  reply->set_deleted(result.value());
+  return grpc::Status::OK;
+}
+
+grpc::Status RendezvousService::Heartbeat(grpc::ServerContext* ctx,
+                                          const hvd::v1::HeartbeatRequest* req,
+                                          hvd::v1::HeartbeatReply* reply) {
+  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Heartbeat");
+  if (!auth.ok()) return auth;
+  const int bound = rounds_ ? slots_ : membership_.size();
+  if (req->rank() < 0 || req->rank() >= bound) {
+    return invalid("rank " + std::to_string(req->rank()) + " is out of range for size " +
+                   std::to_string(bound));
+  }
+  if (req->leaving()) {
+    liveness_.left(req->rank());
+  } else {
+    liveness_.beat(req->rank(), std::chrono::steady_clock::now());
+  }
+  reply->set_round(rounds_ ? rounds_->round() : membership_.round());
+  return grpc::Status::OK;
+}
+
+grpc::Status RendezvousService::Watch(grpc::ServerContext* ctx,
+                                      const hvd::v1::MembershipWatchRequest* req,
+                                      grpc::ServerWriter<hvd::v1::MembershipEvent>* writer) {
+  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Watch");
+  if (!auth.ok()) return auth;
+  auto subscription = events_.subscribe();
+  // What it must know already: a worker that waits to join its round.
+  if (rounds_) {
+    if (auto waiting = rounds_->waiting(req->slot())) subscription->deliver(std::move(*waiting));
+  }
+  spdlog::debug("rendezvous: slot {} of round {} watches membership from {}", req->slot(),
+                req->round(), ctx->peer());
+  while (!ctx->IsCancelled()) {
+    auto change = subscription->next(kCancelPoll);
+    if (!change) {
+      if (subscription->closed()) return {grpc::StatusCode::CANCELLED, "the rendezvous is closing"};
+      continue;
+    }
+    // Changes of an earlier round are part of the watcher's round already.
+    if (change->round < req->round()) continue;
+    if (!writer->Write(to_proto(*change))) break;
+  }
+  return {grpc::StatusCode::CANCELLED, "the watcher went away"};
+}
+
+grpc::Status RendezvousService::AwaitPromotion(grpc::ServerContext* ctx,
+                                               const hvd::v1::PromotionRequest* req,
+                                               hvd::v1::PromotionReply* reply) {
+  auto auth = proto::check_token(*ctx, token_, "Rendezvous.AwaitPromotion");
+  if (!auth.ok()) return auth;
+  if (!rounds_ || req->spare() < slots_) {
+    return invalid("spare " + std::to_string(req->spare()) +
+                   (rounds_ ? " is below the job's " + std::to_string(slots_) + " slots"
+                            : " in a job that is not elastic"));
+  }
+  auto slot = spares_.await(req->spare(), wait_budget(*ctx, req->timeout_ms()),
+                            [ctx] { return ctx->IsCancelled(); });
+  if (!slot.is_ok()) return proto::to_grpc(slot.status());
+  reply->set_promoted(slot->has_value());
+  if (slot->has_value()) reply->set_slot(**slot);
+  return grpc::Status::OK;
+}
+
+}  // namespace hvd::daemon

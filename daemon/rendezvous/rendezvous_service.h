@@ -1,0 +1,102 @@
+// gRPC Rendezvous service of one job: membership barrier plus key-value
+// store, heartbeats and the membership watch stream. Every call must carry
+// the job token (UNAUTHENTICATED otherwise). Handlers only translate; the
+// state lives in Membership (or ElasticRounds), Liveness, KvStore,
+// MembershipEvents and HotSpares.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "daemon/rendezvous/elastic_rounds.h"
+#include "daemon/rendezvous/hot_spares.h"
+#include "daemon/rendezvous/kv_store.h"
+#include "daemon/rendezvous/liveness.h"
+#include "daemon/rendezvous/membership.h"
+#include "daemon/rendezvous/membership_events.h"
+#include "hvd/v1/rendezvous.grpc.pb.h"
+
+namespace hvd::daemon {
+
+class RendezvousService final : public hvd::v1::Rendezvous::Service {
+ public:
+  RendezvousService(std::string job_token, int world_size);
+
+  Membership& membership() { return membership_; }
+  // Elastic jobs: joins form ElasticRounds instead of the fixed-size
+  // barrier (call before serving); workers are known by their slot, below
+  // `slots` (--max-np; at least the world size). lost(slot): that worker died.
+  void enable_elastic(int min_size, int slots = 0);
+  bool elastic() const { return rounds_ != nullptr; }
+  void lost(int slot) {
+    if (rounds_) rounds_->lost(slot);
+  }
+  const Liveness& liveness() const { return liveness_; }
+  // Stops watching `rank` until it joins again (its worker was replaced).
+  void forget(int rank) { liveness_.left(rank); }
+  KvStore& store() { return store_; }
+
+  // For hvdrun's launcher: the job's hosts changed (host discovery found
+  // new hosts, or an agent/host was lost). Any thread, any time; returns at
+  // once. Every worker watching (Rendezvous.Watch: elastic workers) gets
+  //  - an ADDED event naming `added_hosts`, when not empty: the members
+  //    reset at their next commit (HostsUpdatedInterrupt) so that workers
+  //    started there can join the next round;
+  //  - a REMOVED event naming `removed_hosts` and `removed_slots` (the slots,
+  //    HVD_RANK, of the workers that ran there), when either is not empty.
+  //    The removed slots are lost() at once: the forming round no longer
+  //    waits for them, liveness stops watching them (no "stopped
+  //    responding" for a host known to be gone), and the workers of the
+  //    current round of which some were members fail their pending
+  //    collectives at once and rejoin without them.
+  // A worker learns that a replacement waits to join without this call
+  // (ElasticRounds publishes it). hvdrun also calls it with no hosts and
+  // the slot of a worker that died (a REMOVED event of that slot alone), so
+  // that its round's survivors stop waiting for it in any transport.
+  void hosts_changed(std::vector<std::string> added_hosts, std::vector<std::string> removed_hosts,
+                     std::vector<int> removed_slots);
+  // Hot spares (hvdrun --spares): promotes `spare` into `slot`. When the
+  // spare waits in AwaitPromotion, the round forming waits for it too (up
+  // to a grace period): call it before the slot's predecessor is lost().
+  // True when the spare waits.
+  bool promote_spare(int spare, int slot);
+  // The spares waiting in AwaitPromotion now (they reached hvd.init()).
+  std::vector<int> waiting_spares() const { return spares_.waiting(); }
+  // Open Watch streams (tests, diagnostics).
+  size_t watchers() const { return events_.subscribers(); }
+
+  // Wakes blocked Join and Get calls and ends Watch streams (kCancelled) so
+  // the server can stop.
+  void close();
+
+  grpc::Status Join(grpc::ServerContext* ctx, const hvd::v1::JoinRequest* req,
+                    hvd::v1::JoinReply* reply) override;
+  grpc::Status Set(grpc::ServerContext* ctx, const hvd::v1::SetRequest* req,
+                   hvd::v1::SetReply* reply) override;
+  grpc::Status Get(grpc::ServerContext* ctx, const hvd::v1::GetRequest* req,
+                   hvd::v1::GetReply* reply) override;
+  grpc::Status Add(grpc::ServerContext* ctx, const hvd::v1::AddRequest* req,
+                   hvd::v1::AddReply* reply) override;
+  grpc::Status Check(grpc::ServerContext* ctx, const hvd::v1::CheckRequest* req,
+                     hvd::v1::CheckReply* reply) override;
+  grpc::Status Delete(grpc::ServerContext* ctx, const hvd::v1::DeleteRequest* req,
+                      hvd::v1::DeleteReply* reply) override;
+  grpc::Status Heartbeat(grpc::ServerContext* ctx, const hvd::v1::HeartbeatRequest* req,
+                         hvd::v1::HeartbeatReply* reply) override;
+  grpc::Status Watch(grpc::ServerContext* ctx, const hvd::v1::MembershipWatchRequest* req,
+                     grpc::ServerWriter<hvd::v1::MembershipEvent>* writer) override;
+  grpc::Status AwaitPromotion(grpc::ServerContext* ctx, const hvd::v1::PromotionRequest* req,
+                              hvd::v1::PromotionReply* reply) override;
+
+ private:
+  const std::string token_;
+  Membership membership_;
+  MembershipEvents events_;                // before rounds_, which publishes to it
+  std::unique_ptr<ElasticRounds> rounds_;  // elastic jobs only
+  int slots_ = 0;                          // elastic jobs: HVD_RANK is below it
+  Liveness liveness_;
+  KvStore store_;
+  HotSpares spares_;
+};
+
+}  // namespace hvd::daemon

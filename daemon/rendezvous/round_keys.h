@@ -1,0 +1,15 @@
+// The rendezvous key-value store's key layout shared by the workers' runtime
+// and the Rendezvous service: every key a worker sets for rendezvous round
+// N — its transports' addresses, process sets' — starts with
+// round_key_prefix(N). Once round N+1 has formed, every worker has left
+// round N, and the service deletes round N's keys (daemon/rendezvous/rendezvous_service.cc).
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace hvd::daemon {
+
+inline std::string round_key_prefix(int64_t round) { return "round" + std::to_string(round) + "/"; }
+
+}  // namespace hvd::daemon

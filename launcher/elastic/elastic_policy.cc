@@ -1,0 +1,249 @@
+#include "launcher/elastic/elastic_policy.h"
+
+#include <signal.h>
+
+#include <algorithm>
+#include <cstdio>
+
+#include "common/logging.h"
+#include "common/overloaded.h"
+#include "common/worker_env.h"
+#include "daemon/rendezvous/rendezvous_service.h"
+#include "launcher/elastic/discovery_poller.h"
+#include "launcher/exit_codes.h"
+#include "launcher/host_agents.h"
+#include "launcher/job_session.h"
+
+namespace hvd::launcher::elastic {
+
+namespace {
+
+// Deadline of the Signal that stops a worker.
+constexpr std::chrono::milliseconds kSignalTimeout{5'000};
+
+bool failed(const WorkerExited& exit) { return exit.signal != 0 || exit.exit_code != 0; }
+
+// hvdrun's exit code for a process that ended so.
+int code_of(const WorkerExited& exit) {
+  return exit.signal != 0 ? exit_code::kSignalBase + exit.signal : exit.exit_code;
+}
+
+}  // namespace
+
+ElasticPolicy::ElasticPolicy(JobSession& session)
+    : session_(session),
+      heartbeat_timeout_(session.options().settings.get_int("heartbeat_timeout_seconds")),
+      hosts_(session) {}
+
+ElasticPolicy::~ElasticPolicy() = default;
+
+int ElasticPolicy::slots() const {
+  return std::max(static_cast<int>(session_.plan().size()), session_.options().elastic.max_np);
+}
+
+void ElasticPolicy::configure(daemon::RendezvousService& rendezvous) {
+  rendezvous.enable_elastic(session_.options().elastic.min_np, session_.options().elastic.max_np);
+}
+
+void ElasticPolicy::add_env(Environment& env) const { env[common::env::kElastic] = "1"; }
+
+void ElasticPolicy::launched(const std::vector<std::string>& bind_addresses) {
+  const LaunchOptions& options = session_.options();
+  const ElasticOptions& e = options.elastic;
+  Limits limits{e.min_np, e.max_np, e.reset_limit,
+                std::chrono::seconds(options.settings.get_int("elastic_timeout")),
+                static_cast<int>(options.settings.get_int("spares"))};
+  HostTable hosts(options.hosts, {std::chrono::seconds(e.cooldown_low),
+                                  std::chrono::seconds(e.cooldown_high)});
+  std::vector<std::string> initial;
+  for (const RankSlot& slot : session_.plan()) initial.push_back(slot.host);
+  machine_ = std::make_unique<ElasticMachine>(limits, std::move(hosts), initial, Clock::now());
+  hosts_.launched(bind_addresses);
+  if (!e.discovery_script.empty()) {
+    const auto interval = std::chrono::milliseconds(
+        static_cast<int64_t>(options.settings.get_double("discovery_interval") * 1000));
+    poller_ = std::make_unique<DiscoveryPoller>(
+        e.discovery_script, e.slots_per_host, interval,
+        std::chrono::seconds(options.settings.get_int("discovery_timeout")), session_.queue());
+  }
+}
+
+void ElasticPolicy::stop() {
+  if (poller_) poller_->stop();
+}
+
+std::string ElasticPolicy::host_of(int process) const {
+  return machine_ ? machine_->host_of(process) : std::string();
+}
+
+bool ElasticPolicy::is_spare(int process) const {
+  return machine_ && machine_->is_spare_process(process);
+}
+
+int ElasticPolicy::output_rank(int process) const {
+  if (!is_spare(process)) return process;
+  const int slot = machine_->slot_of_process(process);
+  return slot >= 0 ? slot : process;
+}
+
+void ElasticPolicy::worker_exited(const WorkerExited& exit) {
+  carry_out(machine_->worker_exited(exit.rank, failed(exit), code_of(exit),
+                                    session_.describe_exit(exit), Clock::now()));
+}
+
+bool ElasticPolicy::take_spare_exit(WorkerExited& exit) {
+  if (!is_spare(exit.rank)) return false;
+  // A promoted spare is the worker of its slot now.
+  if (const int slot = machine_->slot_of_process(exit.rank); slot >= 0) {
+    exit.rank = slot;
+    return false;
+  }
+  spdlog::debug("hot spare {} (pid {}) exited: code {} signal {}", exit.rank, exit.pid,
+                exit.exit_code, exit.signal);
+  if (session_.terminating()) return true;
+  carry_out(machine_->spare_exited(exit.rank, failed(exit), code_of(exit),
+                                   session_.describe_exit(exit), Clock::now()));
+  return true;
+}
+
+std::vector<int> ElasticPolicy::running_on(size_t agent) const {
+  std::vector<int> running;
+  for (int slot : machine_->live_slots()) {
+    if (hosts_.agent_of(machine_->host_of(slot)) == agent && !session_.exits().has_exited(slot)) {
+      running.push_back(slot);
+    }
+  }
+  for (int spare : machine_->live_spares()) {
+    if (hosts_.agent_of(machine_->host_of(spare)) == agent) running.push_back(spare);
+  }
+  return running;
+}
+
+void ElasticPolicy::agent_lost(size_t agent, const std::vector<int>& /*running*/,
+                               const common::Status& why) {
+  std::vector<std::string> hosts = hosts_.hosts_of(agent);
+  if (hosts.empty()) hosts.push_back(session_.agents().target(agent).host);
+  for (int slot : machine_->live_slots()) {
+    if (std::find(hosts.begin(), hosts.end(), machine_->host_of(slot)) != hosts.end()) {
+      session_.exits().set_gone(slot);  // gone with the agent: no exit event comes
+    }
+  }
+  carry_out(machine_->agent_lost(hosts, why_stream_ended(why), Clock::now()));
+}
+
+void ElasticPolicy::hosts_discovered(const HostsDiscovered& found) {
+  if (!machine_) return;
+  if (!found.status.is_ok()) {
+    // The last good list stays in force; each new complaint is printed once.
+    if (found.status.message() != last_discovery_error_) {
+      last_discovery_error_ = found.status.message();
+      std::fprintf(stderr, "hvdrun: warning: %s (keeping the last host list)\n",
+                   last_discovery_error_.c_str());
+      std::fflush(stderr);
+    }
+    return;
+  }
+  last_discovery_error_.clear();
+  carry_out(machine_->hosts_discovered(found.hosts, Clock::now()));
+}
+
+void ElasticPolicy::tick(Clock::time_point now) {
+  daemon::RendezvousService& rendezvous = session_.rendezvous();
+  // Workers seen in a round: their Join returned (the rendezvous watches them).
+  bool joined = false;
+  for (int slot : machine_->live_slots()) {
+    if (machine_->starting(slot) && rendezvous.liveness().quiet_for(slot, now)) {
+      machine_->worker_joined(slot);
+      joined = true;
+    }
+  }
+  if (joined) carry_out(machine_->round_formed(0, 0));
+  for (int spare : rendezvous.waiting_spares()) machine_->spare_ready(spare);
+  if (heartbeat_timeout_.count() > 0) {
+    for (int slot : rendezvous.liveness().silent(heartbeat_timeout_, now)) {
+      carry_out(machine_->worker_silent(slot, heartbeat_timeout_, now));
+    }
+  }
+  carry_out(machine_->tick(now));
+}
+
+common::Status ElasticPolicy::start_worker(const StartWorker& start) {
+  RankSlot slot{.rank = start.slot, .host = start.host};
+  Environment env = session_.worker_env(slot, "");
+  if (start.replacement) env[common::env::kReplacement] = "1";
+  return hosts_.launch(start.slot, start.host, std::move(env));
+}
+
+common::Status ElasticPolicy::start_spare(const StartSpare& start) {
+  // No slot until it is promoted: HVD_SPARE instead of HVD_RANK.
+  RankSlot slot{.rank = start.spare, .host = start.host};
+  Environment env = session_.worker_env(slot, "");
+  env.erase(common::env::kRank);
+  env.erase("HOROVOD_RANK");
+  env[common::env::kSpare] = std::to_string(start.spare);
+  return hosts_.launch(start.spare, start.host, std::move(env));
+}
+
+void ElasticPolicy::stop_worker(const StopWorker& stop) {
+  const std::optional<size_t> agent = hosts_.agent_of(machine_->host_of(stop.slot));
+  if (!agent) return;
+  const int process = machine_->process_of(stop.slot);
+  HostAgents& agents = session_.agents();
+  for (const std::string& id : agents.jobs(*agent, session_.job_id())) {
+    common::Status s = agents.client(*agent).signal(id, SIGKILL, kSignalTimeout, {process});
+    if (!s.is_ok() && s.code() != common::StatusCode::kNotFound) {
+      spdlog::warn("stopping rank {}: {}", stop.slot, s.to_string());
+    }
+  }
+}
+
+void ElasticPolicy::carry_out(Actions actions) {
+  for (size_t i = 0; i < actions.size(); ++i) {
+    const Action action = actions[i];  // the loop may append to `actions`
+    std::visit(
+        common::Overloaded{
+            [&](const StartWorker& start) {
+              common::Status s = start_worker(start);
+              if (s.is_ok()) {
+                session_.exits().set_running(start.slot);
+                return;
+              }
+              auto more = machine_->start_failed(start.slot, s.message(), Clock::now());
+              actions.insert(actions.end(), more.begin(), more.end());
+            },
+            [&](const StartSpare& start) {
+              common::Status s = start_spare(start);
+              if (s.is_ok()) return;
+              auto more = machine_->start_failed(start.spare, s.message(), Clock::now());
+              actions.insert(actions.end(), more.begin(), more.end());
+            },
+            [&](const PromoteSpare& promote) {
+              // Before the slot's predecessor is lost: the survivors' next
+              // round waits for the spare when it waits in hvd.init().
+              session_.exits().set_running(promote.slot);
+              session_.rendezvous().promote_spare(promote.spare, promote.slot);
+            },
+            [&](const StopWorker& stop) { stop_worker(stop); },
+            [&](const SlotLost& lost) {
+              // A REMOVED event naming the slot: the survivors of its round
+              // fail their pending collectives at once, whatever transport
+              // they are in (a GPU transport may not notice a dead peer
+              // before its timeout), and rejoin without it; liveness stops
+              // watching the slot until its replacement joins.
+              session_.rendezvous().hosts_changed({}, {}, {lost.slot});
+            },
+            [&](const HostsChanged& change) {
+              session_.rendezvous().hosts_changed(change.added, change.removed,
+                                                  change.removed_slots);
+            },
+            [&](const Say& say) {
+              std::fprintf(stderr, "hvdrun: %s\n", say.text.c_str());
+              std::fflush(stderr);
+            },
+            [&](const EndJob& end) { session_.end_job(end.code, end.error); },
+        },
+        action);
+  }
+}
+
+}  // namespace hvd::launcher::elastic

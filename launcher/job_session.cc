@@ -1,0 +1,251 @@
+// JobSession's event loop and the exit decision; the start lives in
+// job_start.cc.
+#include "launcher/job_session.h"
+
+#include <cstdio>
+
+#include "common/logging.h"
+#include "common/overloaded.h"
+#include "daemon/rendezvous/rendezvous_service.h"
+#include "launcher/exit_codes.h"
+#include "launcher/host_agents.h"
+#include "launcher/signal_watcher.h"
+#include "proto/grpc_server.h"
+
+namespace hvd::launcher {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// How often the session wakes without events (start-timeout checks).
+constexpr milliseconds kTick{100};
+// After the last exit (or after Terminate), how long remaining output may take.
+constexpr milliseconds kDrainTimeout{5'000};
+// In-flight calls get this long when a server shuts down.
+constexpr milliseconds kServerShutdownGrace{1'000};
+// A worker that fails this close to the start timeout, while the rendezvous
+// is still incomplete, failed because of it: its own Join timed out.
+constexpr milliseconds kStartTimeoutSlack{1'000};
+
+}  // namespace
+
+JobSession::JobSession(const LaunchOptions& options, std::vector<RankSlot> plan,
+                       std::vector<AgentTarget> targets, std::optional<RemoteCredentials> remote,
+                       const PolicyFactory& make_policy)
+    : options_(options),
+      plan_(std::move(plan)),
+      targets_(std::move(targets)),
+      remote_(std::move(remote)),
+      sink_(stdout, stderr),
+      hints_(options.horovod_compat),
+      policy_(make_policy(*this)),
+      first_round_(std::chrono::seconds(options.settings.get_int("start_timeout")), plan_),
+      exits_(static_cast<size_t>(policy_->slots()), plan_.size()),
+      stop_(std::chrono::seconds(options.settings.get_int("terminate_grace"))) {
+  sink_.set_timestamps(options.prefix_timestamp);
+}
+
+JobSession::~JobSession() { shutdown(); }
+
+void JobSession::error_line(const std::string& message) {
+  std::fprintf(stderr, "hvdrun: error: %s\n", message.c_str());
+  std::fflush(stderr);
+}
+
+int JobSession::run() {
+  SignalWatcher signals([this](int signo) {
+    int none = 0;
+    first_signal_.compare_exchange_strong(none, signo);
+    queue_.push(SignalReceived{signo});
+  });
+  int code = start();
+  if (code == exit_code::kSuccess) code = supervise();
+  shutdown();
+  return code;
+}
+
+int JobSession::supervise() {
+  std::optional<Clock::time_point> drain_deadline;
+  while (true) {
+    const auto now = Clock::now();
+    if (exits_.settling() && (now >= *exits_.settle_deadline() ||
+                              exits_.exited_count() == static_cast<int>(plan_.size()))) {
+      report_failure();
+    }
+    if (!stop_.terminating()) first_round_.track(view_of(rendezvous_->membership()));
+    if (!stop_.terminating() && !exits_.settling()) check_start_timeout(now);
+    if (!stop_.terminating() && !exits_.settling()) policy_->tick(now);
+    if (!stop_.terminating() && !exits_.settling() && policy_->succeeded()) {
+      // Every worker exited with 0; the streams end after their last output.
+      exits_.decide(exit_code::kSuccess);
+      if (streams_.all_ended()) break;
+      if (!drain_deadline) drain_deadline = now + kDrainTimeout;
+    }
+    if (stop_.terminating() && stop_.done()) {
+      if (streams_.all_ended()) break;
+      if (!drain_deadline) drain_deadline = now + kDrainTimeout;
+    }
+    if (drain_deadline && now >= *drain_deadline) {
+      spdlog::warn("an agent's event stream did not end within {} ms; not waiting for more output",
+                   kDrainTimeout.count());
+      break;
+    }
+
+    auto wake = now + kTick;
+    if (exits_.settling() && *exits_.settle_deadline() < wake) wake = *exits_.settle_deadline();
+    std::optional<JobEvent> event = queue_.pop_until(wake);
+    if (!event) continue;
+    std::visit(common::Overloaded{
+                   [&](const WorkerOutput& out) { handle(out); },
+                   [&](const WorkerExited& exit) { handle(exit); },
+                   [&](const WatchEnded& end) { handle(end); },
+                   [&](const SignalReceived& sig) { handle(sig); },
+                   [&](const HostsDiscovered& found) {
+                     if (!stop_.terminating()) policy_->hosts_discovered(found);
+                   },
+                   [&](const TerminateDone& done) {
+                     stop_.set_done();
+                     if (!done.status.is_ok()) {
+                       spdlog::warn("terminating the workers: {}", done.status.to_string());
+                     }
+                   },
+               },
+               *event);
+  }
+  return exits_.code().value_or(exit_code::kInternalError);
+}
+
+void JobSession::handle(const WorkerOutput& out) {
+  sink_.write(policy_->output_rank(out.rank), out.is_stderr, out.text);
+  if (auto hint = hints_.on_line(out.text)) {
+    std::fprintf(stderr, "hvdrun: hint: %s\n", hint->c_str());
+    std::fflush(stderr);
+  }
+}
+
+void JobSession::handle(WorkerExited exit) {
+  if (policy_->take_spare_exit(exit)) return;
+  if (!exits_.exited(exit.rank)) {
+    spdlog::warn("exit event for unknown rank {} (pid {})", exit.rank, exit.pid);
+    return;
+  }
+  spdlog::debug("rank {} (pid {}) exited: code {} signal {}", exit.rank, exit.pid, exit.exit_code,
+                exit.signal);
+  // Once hvdrun is terminating the job, exits are expected: not failures.
+  if (stop_.terminating()) return;
+  policy_->worker_exited(exit);
+}
+
+void JobSession::worker_failed(const WorkerExited& exit) {
+  const auto now = Clock::now();
+  // A worker whose own rendezvous Join timed out: report the start timeout.
+  if (!exits_.settling()) {
+    auto missing =
+        first_round_.overdue(view_of(rendezvous_->membership()), now, kStartTimeoutSlack);
+    if (!missing.empty()) {
+      end_job(exit_code::kRendezvousTimeout, first_round_.timeout_error(missing));
+      return;
+    }
+  }
+  exits_.add_failure(exit, now);
+}
+
+void JobSession::handle(const WatchEnded& end) {
+  // Streams are numbered; an agent's stream is replaced when it gets a new job.
+  const std::optional<size_t> agent = streams_.end(end.agent);
+  if (!agent) return;
+  std::vector<int> running = policy_->running_on(*agent);
+  if (running.empty()) {
+    if (!end.status.is_ok() && !stop_.terminating()) spdlog::warn("{}", end.status.to_string());
+    return;
+  }
+  streams_.mark_lost(*agent);
+  if (stop_.terminating()) {
+    note_stream_end(*agent, end.status);
+    return;
+  }
+  policy_->agent_lost(*agent, running, end.status);
+}
+
+void JobSession::note_stream_end(size_t agent, const common::Status& why) const {
+  spdlog::info("the event stream of the agent on host {} ended: {}", agents_->target(agent).host,
+               why.to_string());
+}
+
+std::string JobSession::host_of(int process) const {
+  std::string host = policy_->host_of(process);
+  if (!host.empty()) return host;
+  return process >= 0 && static_cast<size_t>(process) < plan_.size()
+             ? plan_[static_cast<size_t>(process)].host
+             : "?";
+}
+
+std::string JobSession::describe_exit(const WorkerExited& exit) const {
+  std::string who = (policy_->is_spare(exit.rank) ? "hot spare " : "rank ") +
+                    std::to_string(exit.rank) + " on host " + host_of(exit.rank);
+  if (exit.signal != 0) {
+    return who + " was killed by signal " + std::to_string(exit.signal) + " (" +
+           signal_name(exit.signal) + ")";
+  }
+  return who + " exited with code " + std::to_string(exit.exit_code);
+}
+
+bool JobSession::report_failure() {
+  std::optional<WorkerExited> exit = exits_.take_failure();
+  if (!exit) return false;
+  end_job(exit->signal != 0 ? exit_code::kSignalBase + exit->signal : exit->exit_code,
+          describe_exit(*exit));
+  return true;
+}
+
+void JobSession::end_job(int code, const std::string& error) {
+  if (!error.empty()) error_line(error);
+  exits_.decide(code);
+  stop_.begin(*agents_, job_id_, streams_.lost_agents(), queue_);
+}
+
+void JobSession::handle(const SignalReceived& sig) {
+  // A failure that came first decides the exit code; the signal still ends the job.
+  report_failure();
+  if (++signals_ == 1) {
+    std::fprintf(stderr, "hvdrun: received %s, terminating workers\n",
+                 signal_name(sig.signal).c_str());
+    std::fflush(stderr);
+    end_job(exit_code::kSignalBase + sig.signal, "");
+    return;
+  }
+  if (signals_ > 2) return;
+  std::fprintf(stderr, "hvdrun: received %s again, killing workers\n",
+               signal_name(sig.signal).c_str());
+  std::fflush(stderr);
+  stop_.kill(*agents_, job_id_);
+}
+
+void JobSession::check_start_timeout(Clock::time_point now) {
+  const RoundView view = view_of(rendezvous_->membership());
+  if (auto missing = first_round_.overdue(view, now, milliseconds(0)); !missing.empty()) {
+    end_job(exit_code::kRendezvousTimeout, first_round_.timeout_error(missing));
+    return;
+  }
+  if (auto line = first_round_.progress(view, now)) {
+    std::fprintf(stderr, "hvdrun: %s\n", line->c_str());
+    std::fflush(stderr);
+  }
+}
+
+void JobSession::shutdown() {
+  if (policy_) policy_->stop();
+  if (agents_ && launched_) stop_.terminate_now(*agents_, job_id_, streams_.lost_agents());
+  stop_.join();
+  if (agents_) agents_->shutdown(stop_.grace());
+  if (rendezvous_) rendezvous_->close();
+  if (rendezvous_server_) rendezvous_server_->shutdown(kServerShutdownGrace);
+  agents_.reset();
+  rendezvous_server_.reset();
+  rendezvous_.reset();
+  sink_.close();
+}
+
+}  // namespace hvd::launcher
