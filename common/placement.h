@@ -1,10 +1,12 @@
 // Where one rank sits in its world: the one type for it, from hvdrun's slot
-// plan (launcher/slot_plan.h) through the rendezvous's Join messages
-// (daemon/rendezvous/join_messages.h) to the worker's world
-// (runtime/discovery/world.h), the transports' context
+// plan (launcher/slot_plan.h: a RankSlot is a Placement) through the
+// rendezvous's Join messages (daemon/rendezvous/join_messages.h, their one
+// conversion) to the worker's world (runtime/discovery/world.h,
+// launcher_env.h), the transports' context and layout
 // (transports/registry.h, transports/layout.h) and the plugin ABI's
 // hvd_plugin_world (transports/plugin/plugin_world.h, its one conversion).
-// The types that say more hold a Placement as their base.
+// The types that say more (JoinResult, WorldInfo, LauncherWorld,
+// TransportContext, Layout) hold a Placement as their base.
 //
 // Horovod's definitions: local rank and size count the world's ranks on
 // this rank's host; cross rank is this rank's index among the ranks of the
@@ -13,7 +15,7 @@
 // The defaults are a world of one on one host. A local_size or cross_size
 // of 0 means "unknown": a TransportContext starts so (a process set's
 // layout is not known until its ranks exchange their hosts), and the plugin
-// ABI passes it on as is; the rank beside an unknown size means nothing.
+// ABI passes it on as is (hvd_plugin_world).
 #pragma once
 
 #include <string>
