@@ -13,7 +13,7 @@
 #include <memory>
 
 #include "daemon/agent/supervisor.h"
-#include "test_util.h"
+#include "tests/unit/daemon/test_util.h"
 
 using namespace std::chrono_literals;
 using hvd::common::StatusCode;

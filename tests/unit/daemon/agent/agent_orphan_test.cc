@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "agent_fixture.h"
-#include "test_util.h"
+#include "tests/unit/daemon/test_util.h"
 
 using namespace std::chrono_literals;
 using hvd::daemon::AgentOptions;

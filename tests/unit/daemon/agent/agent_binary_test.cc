@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "agent_fixture.h"
-#include "test_util.h"
+#include "tests/unit/daemon/test_util.h"
 
 #ifndef HVD_AGENT_BIN
 #error "HVD_AGENT_BIN must name the hvd-agent executable"

@@ -13,7 +13,7 @@
 #include "hvd/v1/agent.grpc.pb.h"
 #include "proto/agent_auth.h"
 #include "agent_fixture.h"
-#include "test_util.h"
+#include "tests/unit/daemon/test_util.h"
 
 using namespace std::chrono_literals;
 using hvd::daemon::AgentOptions;

@@ -12,7 +12,7 @@
 
 #include "agent_fixture.h"
 #include "daemon/agent/agent_runner.h"
-#include "test_util.h"
+#include "tests/unit/daemon/test_util.h"
 
 using namespace std::chrono_literals;
 using hvd::daemon::AgentConfig;

@@ -4,7 +4,7 @@
 #include <thread>
 
 #include "daemon/rendezvous/kv_store.h"
-#include "test_util.h"
+#include "tests/unit/daemon/test_util.h"
 
 using namespace std::chrono_literals;
 using hvd::common::StatusCode;

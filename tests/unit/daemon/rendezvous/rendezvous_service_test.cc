@@ -9,7 +9,7 @@
 #include "daemon/rendezvous/rendezvous_service.h"
 #include "hvd/v1/rendezvous.grpc.pb.h"
 #include "proto/rpc_auth.h"
-#include "test_util.h"
+#include "tests/unit/daemon/test_util.h"
 
 using namespace std::chrono_literals;
 using hvd::daemon::GrpcServer;

@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "daemon/agent/orphan_timer.h"
-#include "test_util.h"
+#include "tests/unit/daemon/test_util.h"
 
 using namespace std::chrono_literals;
 using hvd::daemon::OrphanTimer;
