@@ -8,7 +8,7 @@ packages=(
   build-essential cmake pkg-config git
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libgloo-dev libspdlog-dev libfmt-dev libcli11-dev catch2 libyaml-cpp-dev
-  libssl-dev openssl util-linux iproute2 procps
+  libssl-dev openssl util-linux iproute2 procps iptables
   python3 python3-numpy python3-pytest python3-torch python3-torchvision python3-yaml
   python3-pip python3-venv python3-setuptools python3-wheel
   python3-matplotlib

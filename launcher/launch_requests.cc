@@ -2,15 +2,15 @@
 
 namespace hvd::launcher {
 
-std::vector<hvd::v1::LaunchRequest> launch_requests(const std::string& job_id,
-                                                    const std::vector<AgentTarget>& targets,
-                                                    const std::vector<Environment>& envs,
-                                                    const std::vector<std::string>& command,
-                                                    const std::string& cwd) {
+std::vector<hvd::v1::LaunchRequest> launch_requests(
+    const std::string& job_id, const std::vector<AgentTarget>& targets,
+    const std::vector<Environment>& envs, const std::vector<std::string>& command,
+    const std::string& cwd, std::chrono::milliseconds orphan_grace) {
   std::vector<hvd::v1::LaunchRequest> requests;
   for (const AgentTarget& target : targets) {
     hvd::v1::LaunchRequest& request = requests.emplace_back();
     request.set_job_id(job_id);
+    if (orphan_grace.count() > 0) request.set_orphan_grace_ms(orphan_grace.count());
     for (int rank : target.ranks) {
       auto* worker = request.add_workers();
       worker->set_rank(rank);

@@ -2,6 +2,7 @@
 // command, its complete environment and the working directory.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -12,10 +13,12 @@
 namespace hvd::launcher {
 
 // One request per target, same order; `envs` is indexed by rank.
-std::vector<hvd::v1::LaunchRequest> launch_requests(const std::string& job_id,
-                                                    const std::vector<AgentTarget>& targets,
-                                                    const std::vector<Environment>& envs,
-                                                    const std::vector<std::string>& command,
-                                                    const std::string& cwd);
+// `orphan_grace` (the job's heartbeat timeout; 0: none) is how long an agent
+// keeps the job's workers once it lost the job's Watch stream
+// (LaunchRequest.orphan_grace_ms).
+std::vector<hvd::v1::LaunchRequest> launch_requests(
+    const std::string& job_id, const std::vector<AgentTarget>& targets,
+    const std::vector<Environment>& envs, const std::vector<std::string>& command,
+    const std::string& cwd, std::chrono::milliseconds orphan_grace = std::chrono::milliseconds(0));
 
 }  // namespace hvd::launcher

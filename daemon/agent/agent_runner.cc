@@ -23,6 +23,12 @@ namespace {
 constexpr int kMaxReceiveBytes = 64 * 1024 * 1024;
 constexpr std::chrono::milliseconds kServerShutdownGrace{2'000};
 constexpr std::chrono::milliseconds kSecretLineTimeout{10'000};
+// HTTP/2 keepalive of the agent's connections: a launcher cut off without
+// its connection closing (network partition, host gone) ends its Watch
+// within about kKeepaliveMs + kKeepaliveTimeoutMs, so that a job's orphan
+// grace (as short as its heartbeat timeout) counts from about the cut.
+constexpr int kKeepaliveMs = 1'000;
+constexpr int kKeepaliveTimeoutMs = 2'000;
 
 int fail(int code, const std::string& message) {
   std::fprintf(stderr, "hvd-agent: error: %s\n", message.c_str());
@@ -90,6 +96,8 @@ int run_agent(const AgentConfig& config, const std::function<int()>& wait_for_st
   ServerOptions server_options;
   server_options.credentials = std::move(credentials).value();
   server_options.max_receive_bytes = kMaxReceiveBytes;
+  server_options.keepalive_ms = kKeepaliveMs;
+  server_options.keepalive_timeout_ms = kKeepaliveTimeoutMs;
   auto server = GrpcServer::start(config.listen.host, config.listen.port, {&service},
                                   server_options);
   if (!server.is_ok()) {

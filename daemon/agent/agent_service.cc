@@ -217,7 +217,7 @@ grpc::Status AgentService::Launch(grpc::ServerContext* ctx, const hvd::v1::Launc
       return {grpc::StatusCode::ALREADY_EXISTS, "job '" + job_id + "' was already launched"};
     }
     // Held by this Launch until it returns; a Watch may hold it already by then.
-    state_->orphans.track(job_id);
+    state_->orphans.track(job_id, milliseconds(std::max<int64_t>(req->orphan_grace_ms(), 0)));
   }
   spdlog::info("job={} peer={} launching {} worker(s)", job_id, ctx->peer(), req->workers_size());
 

@@ -23,6 +23,8 @@
 //   without the job being over) has lost its launcher: its workers are
 //   terminated (SIGTERM, grace, SIGKILL), its undelivered events dropped, and
 //   a later Watch ends ABORTED. A Watch opened within the grace keeps it.
+//   Once a Watch has been open, a Launch's orphan_grace_ms shorter than
+//   orphan_grace is the job's grace instead.
 #pragma once
 
 #include <chrono>

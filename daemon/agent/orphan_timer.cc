@@ -23,9 +23,10 @@ OrphanTimer::OrphanTimer(std::chrono::milliseconds grace, Callback on_orphaned)
 
 OrphanTimer::~OrphanTimer() { stop(); }
 
-void OrphanTimer::track(const std::string& job_id) {
+void OrphanTimer::track(const std::string& job_id, std::chrono::milliseconds watched_grace) {
   std::lock_guard lock(mu_);
-  jobs_[job_id] = Entry{1, std::nullopt};
+  const bool shorter = watched_grace.count() > 0 && watched_grace < grace_;
+  jobs_[job_id] = Entry{1, std::nullopt, grace_, shorter ? watched_grace : grace_};
 }
 
 void OrphanTimer::hold(const std::string& job_id) {
@@ -34,6 +35,7 @@ void OrphanTimer::hold(const std::string& job_id) {
   if (it == jobs_.end()) return;
   ++it->second.holds;
   it->second.unheld_since.reset();
+  it->second.grace = it->second.watched_grace;
 }
 
 void OrphanTimer::release(const std::string& job_id) {
@@ -69,13 +71,14 @@ void OrphanTimer::run() {
     std::vector<std::pair<std::string, std::chrono::milliseconds>> due;
     for (auto it = jobs_.begin(); it != jobs_.end();) {
       const auto& since = it->second.unheld_since;
-      if (since && now - *since >= grace_) {
+      const auto grace = it->second.grace;
+      if (since && now - *since >= grace) {
         due.emplace_back(it->first,
                          std::chrono::duration_cast<std::chrono::milliseconds>(now - *since));
         it = jobs_.erase(it);
         continue;
       }
-      if (since && *since + grace_ < wake) wake = *since + grace_;
+      if (since && *since + grace < wake) wake = *since + grace;
       ++it;
     }
     if (due.empty()) {

@@ -2,7 +2,10 @@
 // is still running or a Watch of it is open; once nothing has held it for
 // `grace`, on_orphaned(job_id, unheld_for) is called on the timer's own
 // thread (several jobs due at once are handled side by side). A new hold
-// within the grace cancels the countdown. Private to daemon/.
+// within the grace cancels the countdown. A job may bring a shorter grace of
+// its own (its launcher's heartbeat timeout), used once a Watch has held it:
+// before that, the launcher may still be launching on other hosts. Private
+// to daemon/.
 //
 // Thread-safe. One thread per timer (none when grace is 0: jobs are never
 // orphaned then); every wait has a deadline; stop() joins it.
@@ -31,8 +34,11 @@ class OrphanTimer {
   OrphanTimer(const OrphanTimer&) = delete;
   OrphanTimer& operator=(const OrphanTimer&) = delete;
 
-  // Starts tracking `job_id`, held once (by the Launch that adds it).
-  void track(const std::string& job_id);
+  // Starts tracking `job_id`, held once (by the Launch that adds it). Once a
+  // Watch has held it, its countdown uses `watched_grace` instead of grace()
+  // when that is > 0 and shorter (never longer than the timer's grace).
+  void track(const std::string& job_id,
+             std::chrono::milliseconds watched_grace = std::chrono::milliseconds(0));
   // One more hold (a Watch began); no-op for a job not tracked.
   void hold(const std::string& job_id);
   // One hold less; the countdown starts when none is left.
@@ -49,6 +55,8 @@ class OrphanTimer {
   struct Entry {
     int holds = 0;
     std::optional<Clock::time_point> unheld_since;
+    std::chrono::milliseconds grace{0};          // the countdown's, now
+    std::chrono::milliseconds watched_grace{0};  // from the first hold() on
   };
 
   void run();

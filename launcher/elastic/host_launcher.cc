@@ -104,6 +104,10 @@ common::Status HostLauncher::launch(int process, const std::string& host, Enviro
   // workers all exited, gets a new job (the old one's stream has ended).
   const std::vector<std::string> ids = agents.jobs(agent, job_id);
   request.set_job_id(ids.back());
+  // As for a static job (job_start.cc): an agent cut off from hvdrun ends
+  // the workers after the heartbeat timeout.
+  request.set_orphan_grace_ms(
+      int64_t{1000} * session_.options().settings.get_int("heartbeat_timeout_seconds"));
   common::Status started = common::Status::ok();
   if (agent_launched_[agent] && !streams.ended(agent)) {
     request.set_append(true);

@@ -120,6 +120,27 @@ TEST_CASE("Agent keeps a job whose Watch is open past the orphan grace") {
   }
 }
 
+TEST_CASE("Agent uses a Launch's shorter orphan grace once its Watch ends") {
+  AgentFixture agent(with_grace(60'000ms));
+  auto req = launch_request("orphan-short", {{"sleep", "100"}});
+  req.set_orphan_grace_ms(500);  // hvdrun's heartbeat timeout
+  v1::LaunchReply reply;
+  REQUIRE(agent.stub->Launch(agent_context("Agent.Launch").get(), req, &reply).ok());
+  REQUIRE(reply.started_size() == 1);
+  const int64_t pid = reply.started(0).pid();
+  // Not yet watched: the agent's own grace (hvdrun may still be launching elsewhere).
+  std::this_thread::sleep_for(1000ms);
+  REQUIRE_FALSE(process_gone(pid));
+  OpenWatch watch(*agent.stub, "orphan-short");
+  std::this_thread::sleep_for(300ms);
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  CHECK(watch.cancel().error_code() == grpc::StatusCode::CANCELLED);
+  REQUIRE(eventually([&] { return group_gone(pid); }, 5000ms));
+  const auto took = std::chrono::steady_clock::now() - cancelled_at;
+  CHECK(took >= 500ms);
+  CHECK(took < 3000ms);
+}
+
 TEST_CASE("Agent with orphan grace 0 never terminates an unwatched job") {
   AgentFixture agent(with_grace(0ms));
   const int64_t pid = launch_sleeper(agent, "never-orphaned");

@@ -118,3 +118,20 @@ TEST_CASE("OrphanTimer with grace 0 never reports; stop() ends reporting") {
   std::this_thread::sleep_for(400ms);
   CHECK(orphans.seen().empty());
 }
+
+TEST_CASE("OrphanTimer: a job's own shorter grace counts once a Watch held it") {
+  Orphans orphans;
+  OrphanTimer timer(60'000ms, orphans.callback());
+  timer.track("short", 200ms);
+  timer.track("unwatched", 200ms);  // never watched: the timer's grace
+  timer.track("longer", 120'000ms);  // never longer than the timer's grace
+  timer.track("none");               // 0: the timer's grace
+  for (const char* job : {"short", "longer", "none"}) timer.hold(job);
+  for (const char* job : {"short", "unwatched", "longer", "none"}) timer.release(job);
+  const auto released = std::chrono::steady_clock::now();
+  timer.release("short");  // the Watch ended
+  REQUIRE(eventually([&] { return !orphans.seen().empty(); }, 3000ms));
+  CHECK(std::chrono::steady_clock::now() - released >= 200ms);
+  std::this_thread::sleep_for(500ms);
+  CHECK(orphans.seen() == std::vector<std::string>{"short"});
+}
