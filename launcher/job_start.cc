@@ -148,12 +148,8 @@ int JobSession::launch(const std::string& job_token, const std::string& rendezvo
   }
   std::fflush(stderr);
 
-  // An agent cut off from hvdrun ends the job's workers after the heartbeat
-  // timeout, as hvdrun ends the job when their heartbeats stop.
-  const std::chrono::seconds heartbeat_timeout(
-      options_.settings.get_int("heartbeat_timeout_seconds"));
   auto requests = launch_requests(job_id_, agents_->targets(), envs, options_.command, base_.cwd,
-                                  heartbeat_timeout);
+                                  job_orphan_grace(options_.settings));
   common::Status launched = agents_->launch_all(requests, kLaunchTimeout, stop_.grace());
   if (!launched.is_ok()) {
     // The agent says which command it could not run, and why.

@@ -2,6 +2,10 @@
 
 namespace hvd::launcher {
 
+std::chrono::milliseconds job_orphan_grace(const config::Settings& settings) {
+  return std::chrono::seconds(settings.get_int("heartbeat_timeout_seconds"));
+}
+
 std::vector<hvd::v1::LaunchRequest> launch_requests(
     const std::string& job_id, const std::vector<AgentTarget>& targets,
     const std::vector<Environment>& envs, const std::vector<std::string>& command,

@@ -6,11 +6,17 @@
 #include <string>
 #include <vector>
 
+#include "config/settings.h"
 #include "hvd/v1/agent.pb.h"
 #include "launcher/agent_targets.h"
 #include "launcher/worker_env.h"
 
 namespace hvd::launcher {
+
+// A job's orphan grace (LaunchRequest.orphan_grace_ms): its heartbeat
+// timeout, so that an agent cut off from hvdrun ends the job's workers about
+// when hvdrun gives up on them (0: the agent's own --orphan-grace).
+std::chrono::milliseconds job_orphan_grace(const config::Settings& settings);
 
 // One request per target, same order; `envs` is indexed by rank.
 // `orphan_grace` (the job's heartbeat timeout; 0: none) is how long an agent

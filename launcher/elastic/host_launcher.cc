@@ -5,6 +5,7 @@
 #include "launcher/host_agents.h"
 #include "launcher/job_network.h"
 #include "launcher/job_session.h"
+#include "launcher/launch_requests.h"
 #include "launcher/local_host.h"
 
 namespace hvd::launcher::elastic {
@@ -104,10 +105,7 @@ common::Status HostLauncher::launch(int process, const std::string& host, Enviro
   // workers all exited, gets a new job (the old one's stream has ended).
   const std::vector<std::string> ids = agents.jobs(agent, job_id);
   request.set_job_id(ids.back());
-  // As for a static job (job_start.cc): an agent cut off from hvdrun ends
-  // the workers after the heartbeat timeout.
-  request.set_orphan_grace_ms(
-      int64_t{1000} * session_.options().settings.get_int("heartbeat_timeout_seconds"));
+  request.set_orphan_grace_ms(job_orphan_grace(session_.options().settings).count());
   common::Status started = common::Status::ok();
   if (agent_launched_[agent] && !streams.ended(agent)) {
     request.set_append(true);
