@@ -13,6 +13,7 @@ packages=(
   python3-pip python3-venv python3-setuptools python3-wheel
   python3-matplotlib
   slurm-wlm munge
+  clang libclang-rt-14-dev libnetfilter-queue-dev
 )
 
 missing=()
