@@ -45,6 +45,9 @@ class HostAgents {
   const AgentTarget& target(size_t agent) const { return targets_[agent]; }
   const std::vector<AgentTarget>& targets() const { return targets_; }
   AgentClient& client(size_t agent) { return *clients_[agent]; }
+  // The same client, for a call made off the driver thread: it stays valid
+  // for the holder even when reconnect() replaces the agent's client.
+  std::shared_ptr<AgentClient> shared_client(size_t agent) { return clients_[agent]; }
 
   // Info of every agent, each waiting up to `timeout` for its agent to be
   // reachable. The error is one line for the user about the first agent (in
@@ -103,7 +106,7 @@ class HostAgents {
   std::unique_ptr<AgentClient> make_client(const AgentTarget& target) const;
 
   std::vector<AgentTarget> targets_;
-  std::vector<std::unique_ptr<AgentClient>> clients_;
+  std::vector<std::shared_ptr<AgentClient>> clients_;
   std::optional<RemoteCredentials> remote_;
   std::string embedded_secret_;
   std::vector<std::vector<std::string>> extra_jobs_;  // per agent, beyond the job's own id

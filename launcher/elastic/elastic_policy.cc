@@ -70,6 +70,7 @@ void ElasticPolicy::launched(const std::vector<std::string>& bind_addresses) {
 
 void ElasticPolicy::stop() {
   if (poller_) poller_->stop();
+  stops_.wait_all();
 }
 
 std::string ElasticPolicy::host_of(int process) const {
@@ -189,12 +190,18 @@ void ElasticPolicy::stop_worker(const StopWorker& stop) {
   if (!agent) return;
   const int process = machine_->process_of(stop.slot);
   HostAgents& agents = session_.agents();
-  for (const std::string& id : agents.jobs(*agent, session_.job_id())) {
-    common::Status s = agents.client(*agent).signal(id, SIGKILL, kSignalTimeout, {process});
-    if (!s.is_ok() && s.code() != common::StatusCode::kNotFound) {
-      spdlog::warn("stopping rank {}: {}", stop.slot, s.to_string());
+  // Off the driver thread: an agent cut off from hvdrun answers no Signal
+  // until its deadline, and the job goes on meanwhile (the slot is lost
+  // already; the agent ends the worker itself when its Watch breaks).
+  stops_.run([client = agents.shared_client(*agent), ids = agents.jobs(*agent, session_.job_id()),
+              process, slot = stop.slot] {
+    for (const std::string& id : ids) {
+      common::Status s = client->signal(id, SIGKILL, kSignalTimeout, {process});
+      if (!s.is_ok() && s.code() != common::StatusCode::kNotFound) {
+        spdlog::warn("stopping rank {}: {}", slot, s.to_string());
+      }
     }
-  }
+  });
 }
 
 void ElasticPolicy::carry_out(Actions actions) {

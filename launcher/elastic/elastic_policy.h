@@ -13,6 +13,7 @@
 #include <memory>
 #include <string>
 
+#include "launcher/elastic/background_calls.h"
 #include "launcher/elastic/elastic_machine.h"
 #include "launcher/elastic/host_launcher.h"
 #include "launcher/job_policy.h"
@@ -63,6 +64,7 @@ class ElasticPolicy final : public JobPolicy {
   std::unique_ptr<ElasticMachine> machine_;       // from launched() on
   std::unique_ptr<DiscoveryPoller> poller_;
   HostLauncher hosts_;
+  BackgroundCalls stops_;  // Signals stopping workers (stop_worker); joined in stop()
   std::string last_discovery_error_;
 };
 
