@@ -111,6 +111,12 @@ grpc::Status AgentProofChecker::check(const grpc::ServerContext& context, const 
   return check_value(std::string_view(it->second.data(), it->second.size()), method, peer);
 }
 
+grpc::Status AgentProofChecker::check_header(std::optional<std::string_view> value,
+                                             const char* method, std::string_view peer) {
+  if (!value) return refuse(method, peer, "no credentials");
+  return check_value(*value, method, peer);
+}
+
 grpc::Status AgentProofChecker::check_value(std::string_view value, const char* method,
                                             std::string_view peer) {
   if (secret_.empty()) return refuse(method, peer, "the agent has no secret configured");

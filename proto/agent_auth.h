@@ -19,6 +19,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -54,6 +55,10 @@ class AgentProofChecker {
   // The same check on a metadata value (for tests and for check()). `peer`
   // only goes into the log line.
   grpc::Status check_value(std::string_view value, const char* method, std::string_view peer);
+  // check_value() of the "authorization" metadata, nullopt when the call
+  // has none (a CallGate's check, proto/call_gate.h).
+  grpc::Status check_header(std::optional<std::string_view> value, const char* method,
+                            std::string_view peer);
 
  private:
   bool remember_nonce(const std::string& nonce, int64_t now_ms);

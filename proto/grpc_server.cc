@@ -2,6 +2,12 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
+#include <grpcpp/impl/codegen/service_type.h>
+
+#include "proto/gated_credentials.h"
+
 namespace hvd::daemon {
 
 namespace {
@@ -23,12 +29,40 @@ common::Result<std::unique_ptr<GrpcServer>> GrpcServer::start(
   if (host.empty() || port < 0 || port > 65535) {
     return common::unavailable("cannot listen on " + requested + ": invalid address");
   }
+  std::vector<proto::CallGate*> gates;
+  bool all_gated = true;
+  int largest_request = 0;
+  for (grpc::Service* service : services) {
+    if (auto* gated = dynamic_cast<proto::GatedService*>(service)) {
+      gates.push_back(&gated->call_gate());
+      largest_request = std::max(largest_request, gates.back()->max_request_bytes());
+    } else {
+      all_gated = false;
+    }
+  }
+  std::shared_ptr<grpc::ServerCredentials> credentials = options.credentials;
+  if (!gates.empty()) {
+    credentials = proto::gated_credentials(
+        std::move(credentials), std::vector<const proto::CallGate*>(gates.begin(), gates.end()),
+        all_gated);
+  }
+  if (!credentials) credentials = grpc::InsecureServerCredentials();
+  int max_receive = options.max_receive_bytes;
+  if (max_receive <= 0) max_receive = largest_request > 0 ? largest_request : 4 * 1024 * 1024;
+
   grpc::ServerBuilder builder;
   int selected_port = 0;
-  builder.AddListeningPort(
-      requested, options.credentials ? options.credentials : grpc::InsecureServerCredentials(),
-      &selected_port);
-  builder.SetMaxReceiveMessageSize(options.max_receive_bytes);
+  builder.AddListeningPort(requested, credentials, &selected_port);
+  builder.SetMaxReceiveMessageSize(max_receive);
+  if (options.max_connection_idle_ms > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, options.max_connection_idle_ms);
+  }
+  if (options.handshake_timeout_ms > 0) {
+    builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, options.handshake_timeout_ms);
+  }
+  if (options.max_concurrent_streams > 0) {
+    builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, options.max_concurrent_streams);
+  }
   if (options.keepalive_ms > 0) {
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, options.keepalive_ms);
     builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, options.keepalive_timeout_ms);
@@ -45,7 +79,9 @@ common::Result<std::unique_ptr<GrpcServer>> GrpcServer::start(
     if (server) server->Shutdown();
     return common::unavailable("cannot listen on " + requested);
   }
-  spdlog::debug("gRPC server listening on {}", host_port(host, selected_port));
+  for (proto::CallGate* gate : gates) gate->mark_installed();
+  spdlog::debug("gRPC server listening on {} (largest request {} bytes)",
+                host_port(host, selected_port), max_receive);
   return std::unique_ptr<GrpcServer>(new GrpcServer(std::move(server), host, selected_port));
 }
 

@@ -1,4 +1,7 @@
 // A started gRPC server bound to one address. Port 0 picks a free port.
+// Services that are proto::GatedService get their gate installed in front of
+// them (proto/call_gate.h): calls are admitted on their headers, before gRPC
+// reads their body.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -17,13 +20,23 @@ struct ServerOptions {
   // nullptr: plaintext (grpc::InsecureServerCredentials()).
   std::shared_ptr<grpc::ServerCredentials> credentials;
   // Requests larger than this are refused (RESOURCE_EXHAUSTED) before any
-  // handler sees them.
-  int max_receive_bytes = 64 * 1024 * 1024;
+  // handler sees them. 0: the largest request the services' gates allow
+  // (4 MiB, gRPC's default, for a server without gates).
+  int max_receive_bytes = 0;
   // Probe idle client connections (HTTP/2 pings) so that a peer that vanished
   // without closing its connection (host down, cable pulled) ends its
   // streams within about keepalive_ms + keepalive_timeout_ms. 0 disables.
   int keepalive_ms = 10'000;
   int keepalive_timeout_ms = 5'000;
+  // A connection without any call for this long is closed (GOAWAY; a client
+  // channel reconnects at its next call). An open stream (Agent.Watch,
+  // Rendezvous.Watch) is a call: its connection is never idle. 0: never.
+  int max_connection_idle_ms = 60'000;
+  // A peer that connects must have sent the HTTP/2 preface (and finished the
+  // TLS handshake) within this, or it is disconnected.
+  int handshake_timeout_ms = 10'000;
+  // Concurrent calls per connection.
+  int max_concurrent_streams = 1024;
 };
 
 class GrpcServer {

@@ -19,17 +19,23 @@ grpc::Status check_token(const grpc::ServerContext& context, const std::string& 
                          const char* method) {
   const auto& metadata = context.client_metadata();
   auto it = metadata.find(kAuthMetadataKey);
+  std::optional<std::string_view> value;
+  if (it != metadata.end()) value = std::string_view(it->second.data(), it->second.size());
+  return check_token_value(value, expected, method, context.peer());
+}
+
+grpc::Status check_token_value(std::optional<std::string_view> value, const std::string& expected,
+                               const std::string& method, std::string_view peer) {
   const char* why = "no credentials";
-  if (it != metadata.end()) {
-    std::string_view value(it->second.data(), it->second.size());
-    if (value.substr(0, kBearer.size()) == kBearer &&
-        common::tokens_equal(value.substr(kBearer.size()), expected)) {
+  if (value) {
+    if (value->substr(0, kBearer.size()) == kBearer &&
+        common::tokens_equal(value->substr(kBearer.size()), expected)) {
       return grpc::Status::OK;
     }
     why = "wrong credentials";
   }
-  log_refusal(fmt::format("refused {} from {}: {}", method, context.peer(), why));
-  return {grpc::StatusCode::UNAUTHENTICATED, std::string(method) + " refused: " + why};
+  log_refusal(fmt::format("refused {} from {}: {}", method, peer, why));
+  return {grpc::StatusCode::UNAUTHENTICATED, method + " refused: " + why};
 }
 
 }  // namespace hvd::proto

@@ -4,7 +4,9 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 namespace hvd::proto {
 
@@ -17,5 +19,9 @@ void attach_token(grpc::ClientContext& context, const std::string& token);
 // and a warning naming the method and the peer (never the token) is logged.
 grpc::Status check_token(const grpc::ServerContext& context, const std::string& expected,
                          const char* method);
+// The same check on the metadata value (nullopt: none), as a CallGate
+// (call_gate.h) makes it; `peer` only goes into the log line.
+grpc::Status check_token_value(std::optional<std::string_view> value, const std::string& expected,
+                               const std::string& method, std::string_view peer);
 
 }  // namespace hvd::proto

@@ -20,7 +20,6 @@ namespace hvd::daemon {
 
 namespace {
 
-constexpr int kMaxReceiveBytes = 64 * 1024 * 1024;
 constexpr std::chrono::milliseconds kServerShutdownGrace{2'000};
 constexpr std::chrono::milliseconds kSecretLineTimeout{10'000};
 // HTTP/2 keepalive of the agent's connections: a launcher cut off without
@@ -95,7 +94,7 @@ int run_agent(const AgentConfig& config, const std::function<int()>& wait_for_st
 
   ServerOptions server_options;
   server_options.credentials = std::move(credentials).value();
-  server_options.max_receive_bytes = kMaxReceiveBytes;
+  // max_receive_bytes: the largest request of the service's methods.
   server_options.keepalive_ms = kKeepaliveMs;
   server_options.keepalive_timeout_ms = kKeepaliveTimeoutMs;
   auto server = GrpcServer::start(config.listen.host, config.listen.port, {&service},
@@ -107,7 +106,8 @@ int run_agent(const AgentConfig& config, const std::function<int()>& wait_for_st
   const std::string address = (*server)->address();
   spdlog::info("slots={} tls={} orphan_grace={:g}s max_receive_bytes={}", config.slots,
                config.tls.enabled() ? "mutual" : "off",
-               static_cast<double>(config.orphan_grace.count()) / 1000.0, kMaxReceiveBytes);
+               static_cast<double>(config.orphan_grace.count()) / 1000.0,
+               service.call_gate().max_request_bytes());
   // The ready line: scripts and tests wait for it (and read the port from it).
   if (config.exit_on_stdin_eof && !spdlog::should_log(spdlog::level::info)) {
     // Job-scoped (hvdrun --ssh): the launcher reads the port from this line.

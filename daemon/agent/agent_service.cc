@@ -33,6 +33,15 @@ constexpr milliseconds kLaunchFailGrace{1'000};  // for workers started before a
 constexpr milliseconds kDestructorGrace{2'000};
 constexpr milliseconds kOrphanGrace{5'000};  // SIGTERM -> SIGKILL for the workers of an orphan
 
+// The largest request of each method (docs/security.md). Launch carries the
+// argv and complete environment of a host's workers: 16 MiB is 8 workers at
+// the kernel's limit of argv + environment (2 MiB with the default stack)
+// or 500 workers with 32 KiB each. Signal may name every rank of the
+// largest world (65536 varints); the others carry a job id (256 bytes).
+const std::map<std::string, int> kAgentLimits = {
+    {"Launch", 16 << 20}, {"Signal", 512 << 10}, {"Watch", 4 << 10},
+    {"Terminate", 4 << 10}, {"Info", 4 << 10}};
+
 // One launched job: its event queue and, until the job is over and its events
 // are delivered, its supervisor.
 struct Job {
@@ -101,16 +110,15 @@ struct AgentService::State {
   explicit State(AgentOptions o)
       : options(std::move(o)),
         credentials(options.secret),
+        gate(hvd::v1::Agent::service_full_name(), kAgentLimits,
+             [this](const std::string& method, std::optional<std::string_view> proof,
+                    std::string_view peer) {
+               return credentials.check_header(proof, method.c_str(), peer);
+             }),
         orphans(options.orphan_grace,
                 [this](const std::string& job_id, milliseconds unwatched) {
                   orphaned(job_id, unwatched);
                 }) {}
-
-  // An agent without a secret would be a remote shell for anyone who can
-  // reach it: the checker refuses every call then.
-  grpc::Status authorize(const grpc::ServerContext& ctx, const char* method) {
-    return credentials.check(ctx, method);
-  }
 
   std::shared_ptr<Job> find(const std::string& job_id) {
     std::lock_guard lock(mu);
@@ -140,7 +148,10 @@ struct AgentService::State {
   }
 
   const AgentOptions options;
+  // An agent without a secret would be a remote shell for anyone who can
+  // reach it: the checker refuses every call then.
   proto::AgentProofChecker credentials;
+  proto::CallGate gate;  // checks each call's proof once, on its headers
   std::mutex mu;
   std::map<std::string, std::shared_ptr<Job>> jobs;
   bool shut_down = false;
@@ -149,6 +160,8 @@ struct AgentService::State {
 
 AgentService::AgentService(AgentOptions options)
     : state_(std::make_unique<State>(std::move(options))) {}
+
+proto::CallGate& AgentService::call_gate() { return state_->gate; }
 
 AgentService::~AgentService() {
   bool needed = false;
@@ -192,7 +205,7 @@ void AgentService::shutdown(std::chrono::milliseconds grace) {
 
 grpc::Status AgentService::Launch(grpc::ServerContext* ctx, const hvd::v1::LaunchRequest* req,
                                   hvd::v1::LaunchReply* reply) {
-  auto auth = state_->authorize(*ctx, "Agent.Launch");
+  auto auth = state_->gate.admitted("Launch", *req);
   if (!auth.ok()) return auth;
   auto valid = check_launch(*req);
   if (!valid.ok()) {
@@ -286,7 +299,7 @@ grpc::Status AgentService::append(const grpc::ServerContext& ctx,
 
 grpc::Status AgentService::Watch(grpc::ServerContext* ctx, const hvd::v1::WatchRequest* req,
                                  grpc::ServerWriter<hvd::v1::WatchEvent>* writer) {
-  auto auth = state_->authorize(*ctx, "Agent.Watch");
+  auto auth = state_->gate.admitted("Watch", *req);
   if (!auth.ok()) return auth;
   if (auto s = check_job_id(req->job_id()); !s.ok()) return s;
   const std::string& job_id = req->job_id();
@@ -312,7 +325,7 @@ grpc::Status AgentService::Watch(grpc::ServerContext* ctx, const hvd::v1::WatchR
 
 grpc::Status AgentService::Signal(grpc::ServerContext* ctx, const hvd::v1::SignalRequest* req,
                                   hvd::v1::SignalReply* /*reply*/) {
-  auto auth = state_->authorize(*ctx, "Agent.Signal");
+  auto auth = state_->gate.admitted("Signal", *req);
   if (!auth.ok()) return auth;
   if (auto s = check_job_id(req->job_id()); !s.ok()) return s;
   if (req->signal() <= 0 || req->signal() >= NSIG) {
@@ -339,7 +352,7 @@ grpc::Status AgentService::Signal(grpc::ServerContext* ctx, const hvd::v1::Signa
 grpc::Status AgentService::Terminate(grpc::ServerContext* ctx,
                                      const hvd::v1::TerminateRequest* req,
                                      hvd::v1::TerminateReply* reply) {
-  auto auth = state_->authorize(*ctx, "Agent.Terminate");
+  auto auth = state_->gate.admitted("Terminate", *req);
   if (!auth.ok()) return auth;
   if (auto s = check_job_id(req->job_id()); !s.ok()) return s;
   auto job = state_->find(req->job_id());
@@ -357,9 +370,9 @@ grpc::Status AgentService::Terminate(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status AgentService::Info(grpc::ServerContext* ctx, const hvd::v1::InfoRequest* /*req*/,
+grpc::Status AgentService::Info(grpc::ServerContext* /*ctx*/, const hvd::v1::InfoRequest* req,
                                 hvd::v1::InfoReply* reply) {
-  auto auth = state_->authorize(*ctx, "Agent.Info");
+  auto auth = state_->gate.admitted("Info", *req);
   if (!auth.ok()) return auth;
   reply->set_hostname(host_name());
   reply->set_slots(state_->options.slots);

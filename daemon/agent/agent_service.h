@@ -1,5 +1,9 @@
 // gRPC Agent service: launches and supervises the workers of jobs on this
-// host. Every call must carry the agent secret (UNAUTHENTICATED otherwise).
+// host. Every call must carry a proof of the agent secret (UNAUTHENTICATED
+// otherwise), checked by the service's call gate on the call's headers,
+// before its body is read: serve it with GrpcServer, which installs the
+// gate (served otherwise, it refuses every call). Requests over their
+// method's limit (kAgentLimits, docs/security.md) get RESOURCE_EXHAUSTED.
 // One Supervisor per job; events are queued per job until Watch takes them.
 //
 // Every method is thread-safe; gRPC may call them concurrently.
@@ -32,6 +36,7 @@
 #include <string>
 
 #include "hvd/v1/agent.grpc.pb.h"
+#include "proto/call_gate.h"
 
 namespace hvd::daemon {
 
@@ -43,11 +48,13 @@ struct AgentOptions {
   std::chrono::milliseconds orphan_grace{0};
 };
 
-class AgentService final : public hvd::v1::Agent::Service {
+class AgentService final : public hvd::v1::Agent::Service, public proto::GatedService {
  public:
   explicit AgentService(AgentOptions options);
   // Terminates every job's workers.
   ~AgentService() override;
+
+  proto::CallGate& call_gate() override;
 
   // Terminates every job (SIGTERM, grace, SIGKILL) and ends Watch streams.
   void shutdown(std::chrono::milliseconds grace);

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <map>
 
 #include "daemon/rendezvous/join_messages.h"
 #include "daemon/rendezvous/round_keys.h"
@@ -21,6 +22,15 @@ constexpr milliseconds kDefaultWait{30'000};
 constexpr milliseconds kMaxWait{3'600'000};
 constexpr size_t kMaxKeys = 1024;
 constexpr size_t kMaxKeyBytes = 4096;
+// The largest request of each method (docs/security.md). Set: a value of
+// gloo's full-mesh rendezvous holds one address (136 bytes) per rank, 8.5
+// MiB for the largest world (65536). Get and Check: kMaxKeys keys of
+// kMaxKeyBytes. The others carry a key, a host name and numbers.
+constexpr int kKeysRequestBytes = static_cast<int>(kMaxKeys * (kMaxKeyBytes + 8) + 64);
+const std::map<std::string, int> kRendezvousLimits = {
+    {"Join", 8 << 10},     {"Set", 16 << 20},    {"Get", kKeysRequestBytes},
+    {"Add", 8 << 10},      {"Check", kKeysRequestBytes}, {"Delete", 8 << 10},
+    {"Heartbeat", 1 << 10}, {"Watch", 1 << 10},  {"AwaitPromotion", 8 << 10}};
 // How often a Watch stream with nothing to write checks for cancellation.
 constexpr milliseconds kCancelPoll{100};
 // How long a forming round waits for a promoted spare that was waiting (it
@@ -82,7 +92,14 @@ hvd::v1::MembershipEvent to_proto(const MembershipChange& change) {
 }  // namespace
 
 RendezvousService::RendezvousService(std::string job_token, int world_size)
-    : token_(std::move(job_token)), membership_(world_size), liveness_(world_size) {}
+    : token_(std::move(job_token)),
+      gate_(hvd::v1::Rendezvous::service_full_name(), kRendezvousLimits,
+            [this](const std::string& method, std::optional<std::string_view> token,
+                   std::string_view peer) {
+              return proto::check_token_value(token, token_, method, peer);
+            }),
+      membership_(world_size),
+      liveness_(world_size) {}
 
 void RendezvousService::enable_elastic(int min_size, int slots) {
   rounds_ = std::make_unique<ElasticRounds>(membership_.size(), min_size, &events_);
@@ -141,7 +158,7 @@ bool RendezvousService::promote_spare(int spare, int slot) {
 
 grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::JoinRequest* req,
                                      hvd::v1::JoinReply* reply) {
-  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Join");
+  auto auth = gate_.admitted("Join", *req);
   if (!auth.ok()) return auth;
   const common::Placement placement = from_request(*req);
   if (rounds_ && (req->rank() < 0 || req->rank() >= slots_)) {
@@ -174,7 +191,7 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::Jo
 
 grpc::Status RendezvousService::Set(grpc::ServerContext* ctx, const hvd::v1::SetRequest* req,
                                     hvd::v1::SetReply* /*reply*/) {
-  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Set");
+  auto auth = gate_.admitted("Set", *req);
   if (!auth.ok()) return auth;
   auto s = check_key(req->key());
   if (!s.ok()) return s;
@@ -183,7 +200,7 @@ grpc::Status RendezvousService::Set(grpc::ServerContext* ctx, const hvd::v1::Set
 
 grpc::Status RendezvousService::Get(grpc::ServerContext* ctx, const hvd::v1::GetRequest* req,
                                     hvd::v1::GetReply* reply) {
-  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Get");
+  auto auth = gate_.admitted("Get", *req);
   if (!auth.ok()) return auth;
   auto s = check_keys(req->keys());
   if (!s.ok()) return s;
@@ -197,7 +214,7 @@ grpc::Status RendezvousService::Get(grpc::ServerContext* ctx, const hvd::v1::Get
 
 grpc::Status RendezvousService::Add(grpc::ServerContext* ctx, const hvd::v1::AddRequest* req,
                                     hvd::v1::AddReply* reply) {
-  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Add");
+  auto auth = gate_.admitted("Add", *req);
   if (!auth.ok()) return auth;
   auto s = check_key(req->key());
   if (!s.ok()) return s;
@@ -209,7 +226,7 @@ grpc::Status RendezvousService::Add(grpc::ServerContext* ctx, const hvd::v1::Add
 
 grpc::Status RendezvousService::Check(grpc::ServerContext* ctx, const hvd::v1::CheckRequest* req,
                                       hvd::v1::CheckReply* reply) {
-  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Check");
+  auto auth = gate_.admitted("Check", *req);
   if (!auth.ok()) return auth;
   auto s = check_keys(req->keys());
   if (!s.ok()) return s;
@@ -223,7 +240,7 @@ grpc::Status RendezvousService::Check(grpc::ServerContext* ctx, const hvd::v1::C
 grpc::Status RendezvousService::Delete(grpc::ServerContext* ctx,
                                        const hvd::v1::DeleteRequest* req,
                                        hvd::v1::DeleteReply* reply) {
-  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Delete");
+  auto auth = gate_.admitted("Delete", *req);
   if (!auth.ok()) return auth;
   auto s = check_key(req->key());
   if (!s.ok()) return s;
@@ -236,7 +253,7 @@ grpc::Status RendezvousService::Delete(grpc::ServerContext* ctx,
 grpc::Status RendezvousService::Heartbeat(grpc::ServerContext* ctx,
                                           const hvd::v1::HeartbeatRequest* req,
                                           hvd::v1::HeartbeatReply* reply) {
-  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Heartbeat");
+  auto auth = gate_.admitted("Heartbeat", *req);
   if (!auth.ok()) return auth;
   const int bound = rounds_ ? slots_ : membership_.size();
   if (req->rank() < 0 || req->rank() >= bound) {
@@ -255,7 +272,7 @@ grpc::Status RendezvousService::Heartbeat(grpc::ServerContext* ctx,
 grpc::Status RendezvousService::Watch(grpc::ServerContext* ctx,
                                       const hvd::v1::MembershipWatchRequest* req,
                                       grpc::ServerWriter<hvd::v1::MembershipEvent>* writer) {
-  auto auth = proto::check_token(*ctx, token_, "Rendezvous.Watch");
+  auto auth = gate_.admitted("Watch", *req);
   if (!auth.ok()) return auth;
   auto subscription = events_.subscribe();
   // What it must know already: a worker that waits to join its round.
@@ -280,7 +297,7 @@ grpc::Status RendezvousService::Watch(grpc::ServerContext* ctx,
 grpc::Status RendezvousService::AwaitPromotion(grpc::ServerContext* ctx,
                                                const hvd::v1::PromotionRequest* req,
                                                hvd::v1::PromotionReply* reply) {
-  auto auth = proto::check_token(*ctx, token_, "Rendezvous.AwaitPromotion");
+  auto auth = gate_.admitted("AwaitPromotion", *req);
   if (!auth.ok()) return auth;
   if (!rounds_ || req->spare() < slots_) {
     return invalid("spare " + std::to_string(req->spare()) +

@@ -1,6 +1,10 @@
 // gRPC Rendezvous service of one job: membership barrier plus key-value
 // store, heartbeats and the membership watch stream. Every call must carry
-// the job token (UNAUTHENTICATED otherwise). Handlers only translate; the
+// the job token (UNAUTHENTICATED otherwise), checked by the service's call
+// gate on the call's headers, before its body is read: serve it with
+// GrpcServer, which installs the gate (served otherwise, it refuses every
+// call). Requests over their method's limit (docs/security.md) get
+// RESOURCE_EXHAUSTED. Handlers only translate; the
 // state lives in Membership (or ElasticRounds), Liveness, KvStore,
 // MembershipEvents and HotSpares.
 #pragma once
@@ -15,12 +19,16 @@
 #include "daemon/rendezvous/membership.h"
 #include "daemon/rendezvous/membership_events.h"
 #include "hvd/v1/rendezvous.grpc.pb.h"
+#include "proto/call_gate.h"
 
 namespace hvd::daemon {
 
-class RendezvousService final : public hvd::v1::Rendezvous::Service {
+class RendezvousService final : public hvd::v1::Rendezvous::Service,
+                                public proto::GatedService {
  public:
   RendezvousService(std::string job_token, int world_size);
+
+  proto::CallGate& call_gate() override { return gate_; }
 
   Membership& membership() { return membership_; }
   // Elastic jobs: joins form ElasticRounds instead of the fixed-size
@@ -90,6 +98,7 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service {
 
  private:
   const std::string token_;
+  proto::CallGate gate_;  // checks each call's token once, on its headers
   Membership membership_;
   MembershipEvents events_;                // before rounds_, which publishes to it
   std::unique_ptr<ElasticRounds> rounds_;  // elastic jobs only
