@@ -69,7 +69,9 @@ Result<ParsedToken> parse_token(std::string_view raw, int default_slots) {
       return invalid_argument("missing ']' in host " + quote(token));
     }
     host = token.substr(1, close - 1);
-    ipv6 = true;
+    // An address has a colon; without one the brackets hold a plain name
+    // ("[a%b]" is neither, and describe_hosts would write it unbracketed).
+    ipv6 = host.find(':') != std::string_view::npos;
     std::string_view rest = token.substr(close + 1);
     if (!rest.empty()) {
       if (rest.front() != ':')

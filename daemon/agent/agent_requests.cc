@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "common/printable.h"
+
 namespace hvd::daemon {
 
 namespace {
@@ -40,18 +42,20 @@ grpc::Status check_worker(const hvd::v1::WorkerSpec& worker) {
                    " are allowed");
   }
   for (const auto& [name, value] : worker.env()) {
-    // Names are echoed in messages: only when they are short and plain.
+    // Names are echoed in messages: only when they are short and plain, and
+    // escaped (common/printable.h), as hvdrun prints the message.
     const bool plain = name.size() <= 256 && !has_nul(name);
     if (name.empty() || name.find('=') != std::string::npos || !plain) {
       return invalid(who + ": invalid environment variable name" +
-                     (plain ? " '" + name + "'" : std::string()));
+                     (plain ? " '" + common::printable(name) + "'" : std::string()));
     }
     if (name.size() + 1 + value.size() > kMaxArgBytes) {
-      return invalid(who + ": environment variable " + name + " is longer than " +
-                     std::to_string(kMaxArgBytes) + " bytes");
+      return invalid(who + ": environment variable " + common::printable(name) +
+                     " is longer than " + std::to_string(kMaxArgBytes) + " bytes");
     }
     if (has_nul(value)) {
-      return invalid(who + ": environment variable " + name + " contains a NUL byte");
+      return invalid(who + ": environment variable " + common::printable(name) +
+                     " contains a NUL byte");
     }
   }
   if (worker.cwd().size() > kMaxCwdBytes || has_nul(worker.cwd())) {

@@ -37,8 +37,9 @@ bool ElasticRounds::ready_locked() const {
 std::vector<int> ElasticRounds::missing_locked() const {
   std::vector<int> missing;
   const auto now = Clock::now();
-  for (const auto& [slot, until] : expected_) {
+  for (const auto& [expected_slot, until] : expected_) {
     if (now >= until) continue;
+    const int slot = expected_slot;  // a copy: clang 14 cannot capture a structured binding
     bool joined = std::any_of(joining_.begin(), joining_.end(),
                               [&](const Joiner& j) { return j.slot == slot; });
     if (!joined) missing.push_back(slot);

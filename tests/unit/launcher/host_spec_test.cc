@@ -66,6 +66,15 @@ TEST_CASE("host list: every malformed entry is refused naming the token") {
   CHECK_THAT(message, Catch::Contains(c.token));
 }
 
+TEST_CASE("host list: brackets hold an IPv6 address or a plain name (fuzz/regressions/hostfile/)") {
+  auto hosts = parse_host_list("[node1]:2");
+  REQUIRE(hosts.is_ok());
+  CHECK(*hosts == std::vector<HostSlots>{{"node1", 2}});
+  CHECK_THAT(error_of(parse_host_list("[02de%]:3")), Catch::Contains("bad host name '02de%'"));
+  CHECK_THAT(error_of(parse_hostfile_text("[eth0%x] slots=1\n", "f")),
+             Catch::Contains("bad host name 'eth0%x'"));
+}
+
 TEST_CASE("host list: empty") {
   CHECK_THAT(error_of(parse_host_list("")), Catch::Contains("empty host list"));
   CHECK_THAT(error_of(parse_host_list("  ")), Catch::Contains("empty host list"));

@@ -80,6 +80,14 @@ TEST_CASE("check_launch refuses absurd requests, naming what is wrong") {
     (*req.mutable_workers(0)->mutable_env())["Z"] = std::string("a\0b", 3);
     check_invalid(check_launch(req), "Z contains a NUL byte");
   }
+  SECTION("environment variable names are quoted escaped (fuzz/regressions/agent/)") {
+    auto req = launch_request("env", {{"true"}});
+    (*req.mutable_workers(0)->mutable_env())["\x1b[2J=X"] = "x";
+    check_invalid(check_launch(req), "invalid environment variable name '\\x1b[2J=X'");
+    req = launch_request("env", {{"true"}});
+    (*req.mutable_workers(0)->mutable_env())["\x1b]0;T\a"] = std::string("a\0b", 3);
+    check_invalid(check_launch(req), "environment variable \\x1b]0;T\\x07 contains a NUL byte");
+  }
   SECTION("too many environment variables") {
     auto req = launch_request("envs", {{"true"}});
     auto& env = *req.mutable_workers(0)->mutable_env();
@@ -100,8 +108,10 @@ TEST_CASE("Agent answers malformed calls with INVALID_ARGUMENT and keeps serving
   check_invalid(agent.stub->Launch(agent_context("Agent.Launch").get(),
                                    launch_request(huge_id, {{"true"}}), &launch_reply),
                 "job id longer");
+  // Within the small methods' request limits (call_gate.h), over the job id's.
+  const std::string long_id(300, 'j');
   v1::WatchRequest watch;
-  watch.set_job_id(huge_id);
+  watch.set_job_id(long_id);
   {
     auto ctx = agent_context("Agent.Watch");
     auto reader = agent.stub->Watch(ctx.get(), watch);
@@ -110,7 +120,7 @@ TEST_CASE("Agent answers malformed calls with INVALID_ARGUMENT and keeps serving
     check_invalid(reader->Finish(), "job id longer");
   }
   v1::SignalRequest signal;
-  signal.set_job_id(huge_id);
+  signal.set_job_id(long_id);
   signal.set_signal(15);
   v1::SignalReply signal_reply;
   check_invalid(agent.stub->Signal(agent_context("Agent.Signal").get(), signal, &signal_reply),
