@@ -103,14 +103,6 @@ AgentProofChecker::AgentProofChecker(std::string secret, std::chrono::millisecon
       window_ms_(window.count()),
       clock_(clock ? std::move(clock) : Clock(unix_ms)) {}
 
-grpc::Status AgentProofChecker::check(const grpc::ServerContext& context, const char* method) {
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find(kAuthMetadataKey);
-  const std::string peer = context.peer();
-  if (it == metadata.end()) return refuse(method, peer, "no credentials");
-  return check_value(std::string_view(it->second.data(), it->second.size()), method, peer);
-}
-
 grpc::Status AgentProofChecker::check_header(std::optional<std::string_view> value,
                                              const char* method, std::string_view peer) {
   if (!value) return refuse(method, peer, "no credentials");

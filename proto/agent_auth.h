@@ -47,13 +47,10 @@ class AgentProofChecker {
                              std::chrono::milliseconds window = std::chrono::minutes(5),
                              Clock clock = nullptr);
 
-  // OK when the call carries a valid, fresh, unused proof for `method`;
-  // otherwise UNAUTHENTICATED with the reason (never the secret or the mac),
-  // and a warning naming the method and the peer is logged. Thread-safe.
-  grpc::Status check(const grpc::ServerContext& context, const char* method);
-
-  // The same check on a metadata value (for tests and for check()). `peer`
-  // only goes into the log line.
+  // OK when the metadata value carries a valid, fresh, unused proof for
+  // `method`; otherwise UNAUTHENTICATED with the reason (never the secret or
+  // the mac), and a warning naming the method and the peer is logged (`peer`
+  // only goes into that line). Thread-safe.
   grpc::Status check_value(std::string_view value, const char* method, std::string_view peer);
   // check_value() of the "authorization" metadata, nullopt when the call
   // has none (a CallGate's check, proto/call_gate.h).

@@ -15,15 +15,6 @@ void attach_token(grpc::ClientContext& context, const std::string& token) {
   context.AddMetadata(kAuthMetadataKey, std::string(kBearer) + token);
 }
 
-grpc::Status check_token(const grpc::ServerContext& context, const std::string& expected,
-                         const char* method) {
-  const auto& metadata = context.client_metadata();
-  auto it = metadata.find(kAuthMetadataKey);
-  std::optional<std::string_view> value;
-  if (it != metadata.end()) value = std::string_view(it->second.data(), it->second.size());
-  return check_token_value(value, expected, method, context.peer());
-}
-
 grpc::Status check_token_value(std::optional<std::string_view> value, const std::string& expected,
                                const std::string& method, std::string_view peer) {
   const char* why = "no credentials";

@@ -15,12 +15,10 @@ inline constexpr char kAuthMetadataKey[] = "authorization";
 // Adds the token to an outgoing call.
 void attach_token(grpc::ClientContext& context, const std::string& token);
 
-// OK when the call carries exactly `expected`; otherwise UNAUTHENTICATED,
-// and a warning naming the method and the peer (never the token) is logged.
-grpc::Status check_token(const grpc::ServerContext& context, const std::string& expected,
-                         const char* method);
-// The same check on the metadata value (nullopt: none), as a CallGate
-// (call_gate.h) makes it; `peer` only goes into the log line.
+// OK when the "authorization" metadata value (nullopt: none) carries
+// exactly `expected`; otherwise UNAUTHENTICATED, and a warning naming the
+// method and the peer (never the token) is logged. A CallGate (call_gate.h)
+// makes this check; `peer` only goes into the log line.
 grpc::Status check_token_value(std::optional<std::string_view> value, const std::string& expected,
                                const std::string& method, std::string_view peer);
 
