@@ -49,17 +49,18 @@ grpc::Status CallGate::admit(std::string_view path,
 
 grpc::Status CallGate::admitted(const char* method,
                                 const google::protobuf::Message& request) const {
-  const std::string name = short_name_ + "." + method;
+  // The name only for a refusal: admitted() runs on every call.
+  auto name = [&] { return short_name_ + "." + method; };
   if (!installed()) {
     return {grpc::StatusCode::UNAUTHENTICATED,
-            name + " refused: the server runs without its credential check"};
+            name() + " refused: the server runs without its credential check"};
   }
   auto it = limits_.find(std::string_view(method));
   const size_t size = request.ByteSizeLong();
   if (it == limits_.end() || size > static_cast<size_t>(it->second)) {
     const int limit = it == limits_.end() ? 0 : it->second;
     return {grpc::StatusCode::RESOURCE_EXHAUSTED,
-            name + " request of " + std::to_string(size) + " bytes is over the limit of " +
+            name() + " request of " + std::to_string(size) + " bytes is over the limit of " +
                 std::to_string(limit) + " bytes for this method"};
   }
   return grpc::Status::OK;
