@@ -1,32 +1,40 @@
 #!/usr/bin/python3
-"""Chaos soak: the chaos job of tests/multihost/test_multihost_chaos.py run
-again and again for N minutes, then a table of what it survived.
+"""Chaos soak: chaos jobs of tests/multihost/chaos.py run again and again for N
+minutes, each with its own random plan from the whole fault model, then a
+table of what they survived.
 
     /usr/bin/python3 bench/chaos_soak.py --build build [--minutes 30] [--seed S]
-         [--faults-per-job 6] [--logs DIR]
+         [--faults-per-job 6] [--load 2] [--logs DIR]
 
 Needs root and `ip netns` (the namespace hosts h1..h4 of tests/multihost,
 netns.py, which cleans up after itself) and iptables; the delay fault needs
 the build's bin/nfq_delayer (left out, saying why, without it).
 
-Consecutive jobs, each an elastic job of 6 workers on h1..h3 (--min-np 4)
-with its own seeded schedule (tests/multihost/chaos.py): the first 5 faults
-one of each kind in a random order, the rest drawn at random; each fault
-waits until the job is back at full size. Jobs start while less than
---minutes have passed (the last one runs to its end). The job seeds come
-from --seed (random when not given); each job's seed is printed, and
-`HVD_CHAOS_SEED=<job seed> HVD_CHAOS_FAULTS=<faults a job>` replays it in
-tests/multihost/test_multihost_chaos.py (as the failure messages say). The
-output of a job that broke an invariant goes to --logs.
+Consecutive jobs, each an elastic job of 6 workers on h1..h3 (--min-np 3, two
+hot spares) beside --load busy processes, with its own seeded plan
+(tests/multihost/chaos_plan.py): --faults-per-job faults drawn from every
+combination of fault kind and phase (kill -9 or SIGSTOP before hvd.init(),
+in the first round, in a later round, of a waiting spare, during a
+promotion, inside commit, inside the sync, during a recovery, in training;
+two workers at once, agent restart, DROP, delay), each once before any
+repeats. Jobs start while less than --minutes have passed (the last one runs
+to its end). The job seeds come from --seed (random when not given); each
+job's seed is printed, with the command that replays it in
+tests/multihost/test_multihost_chaos.py (HVD_CHAOS_SEED, HVD_CHAOS_FAULTS,
+HVD_CHAOS_MODEL=all). The output of a job that broke an invariant goes to
+--logs.
 
-The table: per fault kind, the faults injected, survived (the job was back
-at full size afterwards and then ended well: exit 0, equal parameters equal
-to the replay, no step lost, nothing left behind) and the recovery time
-(from the fault's end to the first full-size step after it, chaos.py) median
-and max; then the jobs completed, steps committed, steps lost (steps that
-every rank of their world completed and that ran again: must be 0), steps
-redone after an incomplete run (a killed worker completed a step the others
-did not) and leftovers.
+The table: per fault kind and phase, the faults injected, survived (the job
+was back at full size afterwards and then ended well: every invariant of
+chaos.py held), skipped (could not be injected: no waiting spare, an armed
+fault that never fired), the recovery time (from the fault's end to the
+first full-size step after it) median and max, and the committed steps lost
+after it (steps that every rank of their world completed and that ran
+again: 0, or hvdrun said the commit was lost); then the jobs completed,
+steps committed, steps lost, steps redone after an incomplete run (a killed
+worker completed a step the others did not), hvdrun's lost-state warnings,
+the runtime's no-progress verdicts (ranks put out of step: the worker never
+is) and leftovers.
 """
 import argparse
 import os
@@ -51,6 +59,7 @@ def main():
     p.add_argument("--minutes", type=float, default=30)
     p.add_argument("--seed", type=int, default=None, help="seed of the job seeds (default random)")
     p.add_argument("--faults-per-job", type=int, default=6)
+    p.add_argument("--load", type=int, default=2, help="busy processes beside each job")
     p.add_argument("--logs", default=None, help="where failed jobs' output goes "
                    "(default a new directory under /tmp)")
     args = p.parse_args()
@@ -73,7 +82,8 @@ def main():
     logs = pathlib.Path(args.logs or tempfile.mkdtemp(prefix=f"chaos-soak-{seed}-"))
     logs.mkdir(parents=True, exist_ok=True)
     print(f"chaos_soak: seed {seed}, {args.minutes:g} minutes, {args.faults_per_job} faults a "
-          f"job, logs of failed jobs in {logs}", flush=True)
+          f"job, {args.load} busy processes beside each, logs of failed jobs in {logs}",
+          flush=True)
     rng = random.Random(seed)
 
     netns.install_sigterm_teardown()
@@ -93,14 +103,17 @@ def main():
                 job_seed = rng.randrange(1, 2**31)
                 workdir = cluster.workdir / f"job-{len(outcomes) + 1}"
                 workdir.mkdir()
-                plan = chaos.schedule(job_seed, args.faults_per_job)
+                plan = chaos.schedule(job_seed, args.faults_per_job, chaos.COMBOS)
+                hint = chaos.replay_hint(job_seed, args.faults_per_job, True, args.load)
                 out = chaos.ChaosRun(cluster, agents, str(secret), workdir, plan, job_seed,
-                                     log=lambda line: print(line, flush=True)).run()
-                problems = chaos.check(out)
+                                     log=lambda line: print(line, flush=True), load=args.load,
+                                     hint=hint).run()
+                problems = chaos.check(out, every_fault=False)
+                chaos.attribute_losses(out)
                 outcomes.append((out, problems))
                 print(chaos.summary(out), flush=True)
                 if problems:
-                    failures.append(out.seed)
+                    failures.append(f"seed {out.seed} ({hint})")
                     log = logs / f"job-{len(outcomes)}-seed-{out.seed}.log"
                     log.write_text("\n".join(problems) + "\n\n" + chaos.summary(out) +
                                    "\n\nstdout:\n" + out.stdout + "\nstderr:\n" + out.stderr)
@@ -121,30 +134,35 @@ def main():
 
 def print_table(chaos, seed, outcomes, failures, elapsed):
     print(f"\nChaos soak, seed {seed}: {len(outcomes)} jobs in {elapsed / 60:.1f} minutes\n")
-    print("| fault | injected | survived | skipped | recovery median (s) | recovery max (s) |")
-    print("| --- | ---: | ---: | ---: | ---: | ---: |")
-    for kind in chaos.KINDS:
-        injected = survived = skipped = 0
+    print("| fault | phase | injected | survived | skipped | recovery median (s) "
+          "| recovery max (s) | steps lost |")
+    print("| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for kind, phase in chaos.COMBOS:
+        injected = survived = skipped = lost = 0
         times = []
         for out, problems in outcomes:
             for f in out.faults:
-                if f.kind != kind:
+                if (f.kind, f.phase) != (kind, phase):
                     continue
                 if f.skipped:
                     skipped += 1
                     continue
                 injected += 1
+                lost += f.lost
                 if out.survived(f) and not problems:
                     survived += 1
                 if f.recovery is not None:
                     times.append(f.recovery)
-        print(f"| {kind} | {injected} | {survived} | {skipped} | {fmt(times, statistics.median)} "
-              f"| {fmt(times, max)} |")
+        if injected or skipped:
+            print(f"| {kind} | {phase} | {injected} | {survived} | {skipped} "
+                  f"| {fmt(times, statistics.median)} | {fmt(times, max)} | {lost} |")
     completed = sum(1 for out, _ in outcomes if out.returncode == 0)
     analyses = [out.analysis for out, _ in outcomes if out.analysis is not None]
     committed = sum(len(a.sizes) for a in analyses)
     lost = sum(len(a.lost) for a in analyses)
     redone = sum(len(a.redone) for a in analyses)
+    warnings = sum(len(out.losses or []) for out, _ in outcomes)
+    verdicts = sum(chaos.no_progress(out.stderr) for out, _ in outcomes)
     leftovers = sum(1 for out, _ in outcomes if out.strays or out.root_strays or out.shm_left)
     print()
     print("| | |")
@@ -153,11 +171,12 @@ def print_table(chaos, seed, outcomes, failures, elapsed):
     print(f"| jobs with every invariant | {len(outcomes) - len(failures)} of {len(outcomes)} |")
     print(f"| steps committed | {committed} |")
     print(f"| steps lost | {lost} |")
+    print(f"| hvdrun's lost-state warnings | {warnings} |")
     print(f"| steps redone after an incomplete run | {redone} |")
+    print(f"| no-progress verdicts (ranks put out of step) | {verdicts} |")
     print(f"| jobs leaving a process or /dev/shm file | {leftovers} |")
     if failures:
-        print(f"\nfailed job seeds (HVD_CHAOS_SEED with HVD_CHAOS_FAULTS="
-              f"{len(outcomes[0][0].faults)} replays each): {', '.join(map(str, failures))}")
+        print(f"\nfailed jobs: {'; '.join(failures)}")
 
 
 if __name__ == "__main__":

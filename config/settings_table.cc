@@ -89,6 +89,10 @@ constexpr std::array kSettings = {
     SettingSpec{"spares", "HVD_SPARES", "", SettingType::kCount, "0",
                 "Elastic jobs: hot spares, workers that wait in hvd.init() to replace a failed "
                 "one at once (spread over the hosts; not counted toward --max-np)"},
+    SettingSpec{"on_state_loss", "HVD_ON_STATE_LOSS", "", SettingType::kString, "restart",
+                "Elastic jobs: when every worker holding the last commit of the state died, "
+                "restart (say so in a warning and go on from the last commit a survivor "
+                "holds, or the start) or fail (end the job, exit code 1)"},
     SettingSpec{"discovery_interval", "HVD_DISCOVERY_INTERVAL", "", SettingType::kNumber, "1",
                 "Elastic jobs: seconds between two runs of the host discovery script"},
     SettingSpec{"discovery_timeout", "HVD_DISCOVERY_TIMEOUT", "", SettingType::kPositiveInt,

@@ -127,6 +127,10 @@ void AgentClient::read_watch(std::string job_id, EventQueue* queue, int agent) {
       } else if (event.has_exit()) {
         const auto& exit = event.exit();
         queue->push(WorkerExited{exit.rank(), exit.pid(), exit.exit_code(), exit.signal()});
+      } else if (event.has_state()) {
+        const auto& state = event.state();
+        queue->push(WorkerStateChanged{state.rank(), state.pid(),
+                                       state.state() == hvd::v1::ProcessState::STOPPED});
       }
     }
     end = proto::from_grpc(reader->Finish(), "agent Watch at " + address_);

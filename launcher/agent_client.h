@@ -54,8 +54,9 @@ class AgentClient {
   common::Result<hvd::v1::InfoReply> info(std::chrono::milliseconds timeout,
                                           bool wait_for_ready = false);
 
-  // Reads the job's Watch stream on a new thread: WorkerOutput and
-  // WorkerExited events, then exactly one WatchEnded{status, agent}. Call once.
+  // Reads the job's Watch stream on a new thread: WorkerOutput,
+  // WorkerStateChanged and WorkerExited events, then exactly one
+  // WatchEnded{status, agent}. Call once.
   void start_watch(const std::string& job_id, EventQueue& queue, int agent = 0);
 
   // Cancels the Watch stream (if still open) and joins its reader.

@@ -43,7 +43,7 @@ struct JobArgs {
   void add_to(CLI::App& app);
   // The hosts (-H, --hostfile, the discovery script's, else localhost:-np),
   // -np (given, else every slot up to --max-np) and the elastic options,
-  // checked against the job size limits and --spares.
+  // checked against the job size limits, --spares and --on-state-loss.
   common::Status apply_hosts(const ElasticArgs& elastic, LaunchOptions& options) const;
   // -x (NAME=VALUE, or NAME: hvdrun's value), the settings the workers will
   // read, then --horovod-compat's PYTHONPATH (after any -x PYTHONPATH).

@@ -5,6 +5,7 @@
 #include <cstdint>
 
 #include "launcher/cli_groups.h"
+#include "launcher/elastic/state_loss.h"
 #include "launcher/horovod_shim.h"
 #include "launcher/size_limits.h"
 #include "launcher/worker_settings.h"
@@ -91,7 +92,11 @@ common::Status JobArgs::apply_hosts(const ElasticArgs& elastic, LaunchOptions& o
       !s.is_ok()) {
     return s;
   }
-  return check_spares(options.settings.get_int("spares"), options.elastic);
+  if (common::Status s = check_spares(options.settings.get_int("spares"), options.elastic);
+      !s.is_ok()) {
+    return s;
+  }
+  return elastic::on_state_loss(options.settings).status();
 }
 
 common::Status JobArgs::apply_workers(const EnvLookup& lookup, LaunchOptions& options) const {

@@ -3,7 +3,9 @@
 //
 //   0        every worker exited with code 0 (also --help and --version)
 //   1        hvdrun itself failed: a service could not start, an agent could
-//            not be reached, refused the credentials or was lost
+//            not be reached, refused the credentials or was lost; or, with
+//            --on-state-loss fail, an elastic job lost the last commit of its
+//            state (every worker holding it died)
 //   2        usage error: bad flag, bad -H/--hostfile, bad tunable value, -np
 //            larger than the slots or the limits (common/job_limits.h),
 //            missing command, a remote host without --secret-file, an
@@ -26,6 +28,7 @@ namespace hvd::launcher::exit_code {
 inline constexpr int kSuccess = 0;
 inline constexpr int kInternalError = 1;
 inline constexpr int kAgentFailure = 1;  // unreachable, refusing or lost agent
+inline constexpr int kStateLost = 1;      // --on-state-loss fail
 inline constexpr int kUsage = 2;
 inline constexpr int kRendezvousTimeout = 124;
 inline constexpr int kWorkerUnresponsive = 125;

@@ -1,6 +1,6 @@
 // Everything the job session (job_session.h) reacts to arrives as a
-// JobEvent on one queue: worker output and exits (from the Watch stream
-// reader), the end of that streams (one per agent), signals to hvdrun (from
+// JobEvent on one queue: worker output, stops and exits (from the Watch
+// stream reader), the end of that streams (one per agent), signals to hvdrun (from
 // the signal watcher) and the completion of an asynchronous Terminate of
 // every agent, and in elastic jobs the host discovery script's results. The
 // session's thread pops; any thread pushes.
@@ -34,6 +34,14 @@ struct WorkerExited {
   int signal = 0;     // the signal that ended the worker, or 0
 };
 
+// A worker process (by its launch rank) stopped — state T in /proc: SIGSTOP,
+// a debugger — or runs again; its agent samples it every 500 ms.
+struct WorkerStateChanged {
+  int rank = 0;
+  int64_t pid = 0;
+  bool stopped = false;
+};
+
 // An agent's Watch stream ended: normally (every worker exited) or not.
 struct WatchEnded {
   common::Status status;
@@ -55,8 +63,8 @@ struct HostsDiscovered {
   std::vector<HostSlots> hosts;
 };
 
-using JobEvent = std::variant<WorkerOutput, WorkerExited, WatchEnded, SignalReceived,
-                              TerminateDone, HostsDiscovered>;
+using JobEvent = std::variant<WorkerOutput, WorkerExited, WorkerStateChanged, WatchEnded,
+                              SignalReceived, TerminateDone, HostsDiscovered>;
 
 class EventQueue {
  public:

@@ -51,6 +51,9 @@ class JobPolicy {
   virtual bool take_spare_exit(WorkerExited& /*exit*/) { return false; }
   // A slot's worker exited while the job is not terminating.
   virtual void worker_exited(const WorkerExited& exit) = 0;
+  // A process (a worker or a spare, by its launch rank) stopped or runs
+  // again (its agent's sample of /proc), while the job is not terminating.
+  virtual void worker_state(const WorkerStateChanged& /*change*/) {}
   // The current Watch stream of `agent` ended while `running` of its
   // processes had not exited (running_on), the job not terminating.
   virtual void agent_lost(size_t agent, const std::vector<int>& running,

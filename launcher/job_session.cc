@@ -100,6 +100,9 @@ int JobSession::supervise() {
     std::visit(common::Overloaded{
                    [&](const WorkerOutput& out) { handle(out); },
                    [&](const WorkerExited& exit) { handle(exit); },
+                   [&](const WorkerStateChanged& change) {
+                     if (!stop_.terminating()) policy_->worker_state(change);
+                   },
                    [&](const WatchEnded& end) { handle(end); },
                    [&](const SignalReceived& sig) { handle(sig); },
                    [&](const HostsDiscovered& found) {

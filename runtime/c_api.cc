@@ -272,6 +272,18 @@ int hvd_elastic_host_updates(void) {
     return 0;
   }
 }
+int hvd_elastic_committed(int64_t commit, int synced) {
+  return guarded([&]() -> Status {
+    if (commit < 0) {
+      return hvd::common::invalid_argument("hvd_elastic_committed: commit " +
+                                           std::to_string(commit) + " is negative");
+    }
+    std::shared_ptr<Runtime> rt = current();
+    if (rt) rt->commit_held({commit, synced != 0});
+    return Status::ok();
+  });
+}
+
 int hvd_size(void) { return query([](const auto& w) { return w.size; }); }
 int hvd_local_rank(void) { return query([](const auto& w) { return w.local_rank; }); }
 int hvd_local_size(void) { return query([](const auto& w) { return w.local_size; }); }

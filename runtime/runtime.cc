@@ -22,6 +22,10 @@ namespace {
 // A hot spare asks for its promotion in calls this long (the job may run
 // for days; each call has a deadline, and a closed rendezvous ends it).
 constexpr std::chrono::milliseconds kPromotionPoll{30'000};
+// An elastic worker waits for its round this much longer than
+// --elastic-timeout: hvdrun's verdict on a round that does not form (naming
+// who is missing) comes first.
+constexpr std::chrono::milliseconds kElasticJoinSlack{15'000};
 
 std::chrono::milliseconds seconds_setting(const config::Settings& settings, const char* key) {
   return std::chrono::seconds(settings.get_int(key));
@@ -62,6 +66,9 @@ Result<std::unique_ptr<Runtime>> Runtime::init(const EnvLookup& lookup, int64_t 
 
   auto registry = make_registry(settings);
   if (!registry.is_ok()) return registry.status();
+  const char* faults_spec = lookup("HVD_TEST_FAULT");
+  auto faults = FaultPoints::parse(faults_spec ? faults_spec : "");
+  if (!faults.is_ok()) return faults.status();
   auto gpu = GpuTransportChoice::parse(settings.get("gpu_transport"), registry.value(),
                                        settings.get("gpu_staging_plugin"),
                                        settings.get_bool("hierarchical_allreduce"),
@@ -70,6 +77,7 @@ Result<std::unique_ptr<Runtime>> Runtime::init(const EnvLookup& lookup, int64_t 
   std::unique_ptr<Runtime> runtime(new Runtime(std::move(world).value(), std::move(settings),
                                                first_handle, std::move(registry).value(),
                                                std::move(gpu).value()));
+  runtime->faults_ = std::move(faults).value();
   HVD_RETURN_IF_ERROR(runtime->start(generation));
   return runtime;
 }
@@ -157,18 +165,26 @@ Status Runtime::join() {
   }
   if (world_.elastic) {
     // A round may wait for workers that are still to come (below --min-np)
-    // as long as hvdrun lets the job wait for them.
-    join_timeout = std::max(join_timeout, seconds_setting(settings_, "elastic_timeout"));
+    // as long as hvdrun lets the job wait for them; hvdrun ends a job whose
+    // round does not form within --elastic-timeout, naming who is missing,
+    // and this worker's own deadline comes a little later.
+    join_timeout = std::max(join_timeout,
+                            seconds_setting(settings_, "elastic_timeout") + kElasticJoinSlack);
   }
   if (world_.spare >= 0) HVD_RETURN_IF_ERROR(await_promotion());
-  spdlog::debug("joining rank {} of {} at {}", world_.rank, world_.size, world_.rendezvous_addr);
   // Elastic jobs: HVD_RANK is the slot; the round places the worker after
   // its rank in the last round it was in (its slot the first time, unless
   // it is a replacement: new).
-  const int slot = slot_ = world_.rank;
+  slot_ = world_.rank;
+  launched_ = world_;
+  return join_round(join_timeout);
+}
+
+Status Runtime::join_round(std::chrono::milliseconds timeout) {
+  spdlog::debug("joining rank {} of {} at {}", world_.rank, world_.size, world_.rendezvous_addr);
   const int last = last_elastic_rank_.load();
-  const int prev_rank = last >= 0 ? last : world_.replacement ? -1 : slot;
-  auto joined = rendezvous_->join(world_, getpid(), join_timeout, prev_rank);
+  const int prev_rank = last >= 0 ? last : world_.replacement ? -1 : slot_;
+  auto joined = rendezvous_->join(world_, getpid(), timeout, prev_rank);
   if (!joined.is_ok()) return joined.status();
   joined_ = true;
   if (world_.elastic) {
@@ -185,12 +201,57 @@ Status Runtime::join() {
   // (the launcher's variables only said where this worker sits).
   round_ = joined->round;
   static_cast<common::Placement&>(world_) = *joined;
+  faults_.reach("joined", round_, slot_);
   const auto liveness = seconds_setting(settings_, "heartbeat_timeout_seconds");
   if (liveness.count() > 0) {
-    heartbeat_ = std::make_unique<Heartbeat>(*rendezvous_, slot, round_,
+    heartbeat_ = std::make_unique<Heartbeat>(*rendezvous_, slot_, round_,
                                              Heartbeat::interval_for(liveness));
   }
   return Status::ok();
+}
+
+std::optional<std::string> Runtime::round_lost() const {
+  // The peer that made the connect fail may be dead before hvdrun has told
+  // the rendezvous (its exit is on its way; a hung one is known after the
+  // heartbeat timeout): wait for the mark that long, not longer.
+  const auto heartbeat = seconds_setting(settings_, "heartbeat_timeout_seconds");
+  const auto until = std::chrono::steady_clock::now() +
+                     (heartbeat.count() > 0 ? heartbeat : std::chrono::seconds(5)) +
+                     std::chrono::seconds(2);
+  for (;;) {
+    auto lost = rendezvous_->get_if_present(daemon::round_lost_key(round_),
+                                            std::chrono::seconds(5));
+    if (!lost.is_ok()) return std::nullopt;  // the rendezvous is gone: a real failure
+    if (lost->has_value()) return *lost;
+    if (std::chrono::steady_clock::now() >= until) return std::nullopt;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+Result<std::unique_ptr<transports::Transport>> Runtime::join_and_connect() {
+  if (!world_.has_rendezvous()) {
+    return connect(daemon::round_key_prefix(round_) + "cpu/", world_.rank, world_.size);
+  }
+  HVD_RETURN_IF_ERROR(join());
+  const auto deadline = std::chrono::steady_clock::now() +
+                        seconds_setting(settings_, "elastic_timeout") + kElasticJoinSlack;
+  for (;;) {
+    auto cpu = connect(daemon::round_key_prefix(round_) + "cpu/", world_.rank, world_.size);
+    if (cpu.is_ok()) faults_.reach("connected", round_, slot_);
+    if (cpu.is_ok() || !world_.elastic) return cpu;
+    // A member of this round died before its transports were up (the
+    // rendezvous marks the round lost): the round will not work, and the
+    // next one forms without the dead. Not a failure of this worker.
+    auto lost = round_lost();
+    if (!lost || std::chrono::steady_clock::now() >= deadline) return cpu;
+    spdlog::info("{}; its transports did not connect ({}): joining the next round", *lost,
+                 cpu.status().message());
+    heartbeat_.reset();
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    static_cast<common::Placement&>(world_) = launched_;
+    HVD_RETURN_IF_ERROR(join_round(left));
+  }
 }
 
 Status Runtime::await_promotion() {
@@ -219,11 +280,9 @@ Status Runtime::await_promotion() {
 }
 
 Status Runtime::start(int64_t generation) {
-  if (world_.has_rendezvous()) HVD_RETURN_IF_ERROR(join());
-
-  const std::string key_prefix = daemon::round_key_prefix(round_) + "cpu/";
-  auto cpu = connect(key_prefix, world_.rank, world_.size);
+  auto cpu = join_and_connect();
   if (!cpu.is_ok()) return cpu.status();
+  const std::string key_prefix = daemon::round_key_prefix(round_) + "cpu/";
   std::string transport_name(cpu.value()->name());
 
   auto global = std::make_shared<engine::ProcessSet>();
@@ -333,6 +392,20 @@ Status Runtime::stop_timeline() {
   }
   last.reset();  // the last user closes the file
   return Status::ok();
+}
+
+void Runtime::commit_held(HeldCommit commit) {
+  std::lock_guard lock(shutdown_mu_);  // heartbeat_ and rendezvous_ stay until it returns
+  if (shut_down_ || !rendezvous_ || !joined_) return;
+  if (heartbeat_) {
+    heartbeat_->held(commit);
+    return;
+  }
+  // No heartbeats (heartbeat_timeout_seconds 0): one call now.
+  CommitReport report{commit.commit, std::nullopt};
+  if (commit.synced) report.round_start = commit.commit;
+  auto s = rendezvous_->heartbeat(slot_, round_, false, std::chrono::seconds(2), report);
+  if (!s.is_ok()) spdlog::debug("reporting commit {}: {}", commit.commit, s.message());
 }
 
 Result<engine::EngineStats> Runtime::stats(int32_t set_id) const {

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -31,6 +32,7 @@
 #include "runtime/engine/process_sets.h"
 #include "runtime/engine/active_timeline.h"
 #include "runtime/engine/world_abort.h"
+#include "runtime/fault_point.h"
 #include "runtime/gpu_transport.h"
 #include "daemon/rendezvous/heartbeat.h"
 #include "daemon/rendezvous/membership_watch.h"
@@ -104,6 +106,10 @@ class Runtime {
   // waits to join; kRemoved: hosts left) told since the last call; 0 in
   // other jobs.
   int host_updates() { return membership_watch_ ? membership_watch_->take_updates() : 0; }
+  // This worker holds `commit` of its elastic state (hvd_elastic_committed):
+  // told to the job's rendezvous on the heartbeats (at once without them).
+  // Nothing without a rendezvous or after shutdown().
+  void commit_held(HeldCommit commit);
 
   // The counters of a set's engine on this rank (tests, diagnostics).
   Result<engine::EngineStats> stats(int32_t set_id) const;
@@ -113,6 +119,15 @@ class Runtime {
           transports::TransportRegistry registry, GpuTransportChoice gpu);
   Status start(int64_t generation);  // join, connect, start the global engine
   Status join();                     // the rendezvous (hosted by rank 0 under a foreign launcher)
+  // Joins the next round as launched_ (its slot), waiting up to `timeout`.
+  Status join_round(std::chrono::milliseconds timeout);
+  // join() and the CPU transport of the round; in an elastic job, a round
+  // that lost a member before its transports were up is left for the next.
+  Result<std::unique_ptr<transports::Transport>> join_and_connect();
+  // Elastic jobs: why the rendezvous marked this worker's round lost (a
+  // member died), waiting for the mark up to the heartbeat timeout + 2 s;
+  // nullopt when it is not (or the rendezvous cannot be reached).
+  std::optional<std::string> round_lost() const;
   transports::TransportContext context_for(const std::string& key_prefix, int rank,
                                            int size) const;
   // The CPU transport of a world (the set of `key_prefix`).
@@ -141,6 +156,8 @@ class Runtime {
   const GpuTransportChoice gpu_;  // the gpu_transport setting, checked against registry_
   int64_t round_ = 0;
   int slot_ = -1;  // with a rendezvous: HVD_RANK (elastic jobs: the slot, not the round's rank)
+  common::Placement launched_;  // where the launcher's variables placed this worker (its slot)
+  FaultPoints faults_;          // HVD_TEST_FAULT (tests only; inert when unset)
   std::unique_ptr<ForeignJob> foreign_;           // set when a foreign launcher started us
   bool joined_ = false;                           // start() got through the join
   bool started_ = false;                          // start() completed

@@ -76,8 +76,13 @@ ProcessSpec to_spec(const hvd::v1::WorkerSpec& worker) {
   return spec;
 }
 
-// Logs each worker's exit; runs on the job's supervisor thread.
+// Logs each worker's exit and stop; runs on the job's supervisor thread.
 void log_event(const std::string& job_id, const ProcessEvent& event) {
+  if (event.kind == ProcessEvent::Kind::kState) {
+    spdlog::info("job={} rank={} pid={} {}", job_id, event.rank, event.pid,
+                 event.stopped ? "stopped" : "runs again");
+    return;
+  }
   if (event.kind != ProcessEvent::Kind::kExit) return;
   if (event.signal != 0) {
     spdlog::info("job={} rank={} pid={} exited signal={}", job_id, event.rank, event.pid,

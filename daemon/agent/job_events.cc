@@ -24,6 +24,12 @@ void JobEvents::push(const ProcessEvent& event) {
     line->set_stream(event.is_stderr ? hvd::v1::STDERR : hvd::v1::STDOUT);
     line->set_text(event.text);
     bytes += event.text.size();
+  } else if (event.kind == ProcessEvent::Kind::kState) {
+    auto* state = out.mutable_state();
+    state->set_rank(event.rank);
+    state->set_pid(event.pid);
+    state->set_state(event.stopped ? hvd::v1::ProcessState::STOPPED
+                                   : hvd::v1::ProcessState::RUNNING);
   } else {
     auto* exit = out.mutable_exit();
     exit->set_rank(event.rank);

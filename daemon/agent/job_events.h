@@ -1,5 +1,6 @@
 // The event queue of one job on an agent: the job's Supervisor pushes output
-// lines and exits (on its thread), one Watch call at a time takes them. Events
+// lines, state changes (stopped, running again) and exits (on its thread),
+// one Watch call at a time takes them. Events
 // stay queued until a watcher has written them, so a watcher that connects
 // late, or reconnects, sees everything not yet delivered. Private to daemon/.
 #pragma once
@@ -23,7 +24,8 @@ namespace hvd::daemon {
 class JobEvents {
  public:
   // Output beyond this many queued bytes is dropped (and a notice queued in
-  // its place) until the watcher catches up; exit events are never dropped.
+  // its place) until the watcher catches up; exit and state events are never
+  // dropped.
   static constexpr size_t kMaxQueuedBytes = 64 * 1024 * 1024;
 
   explicit JobEvents(int workers) : workers_(workers) {}

@@ -24,6 +24,7 @@
 #include "common/child_process.h"
 #include "daemon/agent/group_reaper.h"
 #include "daemon/agent/line_splitter.h"
+#include "daemon/agent/proc_state.h"
 #include "daemon/agent/process_groups.h"
 
 namespace hvd::daemon {
@@ -51,6 +52,7 @@ struct Child {
   UniqueFd pipes[2];  // stdout, stderr
   LineSplitter lines[2];
   bool reaped = false;
+  bool stopped = false;  // as last reported (kState)
 };
 
 struct SpawnRequest {
@@ -74,6 +76,7 @@ struct Supervisor::Impl {
   void start(SpawnRequest& request);
   void read_pipe(Child& child, int stream, bool drain);
   bool try_reap(Child& child);
+  void sample_states();
   void emit_output(const Child& child, int stream, std::string line);
   void emit(const ProcessEvent& event);
   void kill_all_groups();
@@ -98,6 +101,7 @@ struct Supervisor::Impl {
   // Owned by the supervisor thread.
   std::vector<std::unique_ptr<Child>> children;
   std::vector<char> buffer = std::vector<char>(kReadChunk);
+  Clock::time_point next_sample{};
 };
 
 Supervisor::Impl::Impl(EventSink s) : sink(std::move(s)) {
@@ -166,7 +170,8 @@ void Supervisor::Impl::loop() {
         without_pidfd = true;
       }
     }
-    const int timeout_ms = (stop || without_pidfd) ? 50 : 1000;
+    const int timeout_ms =
+        (stop || without_pidfd) ? 50 : static_cast<int>(Supervisor::kStateSample.count());
     if (::poll(fds.data(), fds.size(), timeout_ms) < 0 && errno != EINTR) {
       throw std::system_error(errno, std::generic_category(), "poll");
     }
@@ -187,6 +192,10 @@ void Supervisor::Impl::loop() {
       if (!child->reaped && !child->pidfd.valid()) try_reap(*child);
     }
     std::erase_if(children, [](const auto& c) { return c->reaped; });
+    if (!stop && Clock::now() >= next_sample) {
+      next_sample = Clock::now() + Supervisor::kStateSample;
+      sample_states();
+    }
     take_requests(stop);
   }
 }
@@ -297,6 +306,23 @@ bool Supervisor::Impl::try_reap(Child& child) {
   reaped_cv.notify_all();
   prune_groups();
   return true;
+}
+
+void Supervisor::Impl::sample_states() {
+  for (auto& child : children) {
+    const ProcState state = read_proc_state(child->pid);
+    if (state == ProcState::kGone) continue;  // its exit comes once it is reaped
+    const bool stopped = state == ProcState::kStopped;
+    if (stopped == child->stopped) continue;
+    child->stopped = stopped;
+    spdlog::debug("rank {} (pid {}) is {}", child->rank, child->pid, proc_state_name(state));
+    ProcessEvent event;
+    event.kind = ProcessEvent::Kind::kState;
+    event.rank = child->rank;
+    event.pid = child->pid;
+    event.stopped = stopped;
+    emit(event);
+  }
 }
 
 void Supervisor::Impl::emit_output(const Child& child, int stream, std::string line) {

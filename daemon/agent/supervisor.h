@@ -1,8 +1,10 @@
 // Process supervisor: spawns worker processes, each in its own process group
 // (and with PR_SET_PDEATHSIG so none outlives a killed parent), captures
 // stdout and stderr line by line, reports exits, and terminates process
-// groups (SIGTERM, grace period, SIGKILL). One supervisor thread owns every
-// child: it forks, polls the pipes and pidfds, and reaps.
+// groups (SIGTERM, grace period, SIGKILL), and says when a process stops
+// (state T in /proc: SIGSTOP, a debugger) or runs again, sampled every
+// kStateSample. One supervisor thread owns every child: it forks, polls the
+// pipes and pidfds, samples and reaps.
 #pragma once
 
 #include <chrono>
@@ -24,7 +26,9 @@ using common::Status;
 
 
 struct ProcessEvent {
-  enum class Kind { kOutput, kExit };
+  // kState: the process stopped, or runs again (`stopped`). A process starts
+  // running (no event); its events come before its kExit.
+  enum class Kind { kOutput, kExit, kState };
   Kind kind = Kind::kOutput;
   int rank = 0;
   int64_t pid = 0;
@@ -32,10 +36,14 @@ struct ProcessEvent {
   std::string text;        // kOutput: one line, without '\n'
   int exit_code = 0;       // kExit, when signal == 0
   int signal = 0;          // kExit: the signal that ended the process, or 0
+  bool stopped = false;    // kState
 };
 
 class Supervisor {
  public:
+  // How often the state of every process is read (proc_state.h).
+  static constexpr std::chrono::milliseconds kStateSample{500};
+
   // Called on the supervisor thread, in order; all output a process wrote
   // before it exited is delivered before its kExit event. Lines of one
   // stream keep their order; stdout and stderr of a process interleave only

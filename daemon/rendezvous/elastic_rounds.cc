@@ -22,14 +22,15 @@ std::string slot_list(const std::vector<int>& slots) {
 }  // namespace
 
 ElasticRounds::ElasticRounds(int initial_size, int min_size, MembershipEvents* events)
-    : initial_size_(initial_size), min_size_(std::max(1, min_size)), events_(events) {}
+    : initial_size_(initial_size), min_size_(std::max(1, min_size)), events_(events) {
+  for (int slot = 0; slot < initial_size_; ++slot) members_.push_back(slot);
+}
 
 bool ElasticRounds::member_locked(int slot) const {
   return std::find(members_.begin(), members_.end(), slot) != members_.end();
 }
 
 bool ElasticRounds::ready_locked() const {
-  if (round_ < 0) return static_cast<int>(joining_.size()) >= initial_size_;
   if (static_cast<int>(joining_.size()) < min_size_) return false;
   return missing_locked().empty();
 }
@@ -109,7 +110,7 @@ common::Result<JoinResult> ElasticRounds::join(int slot, int prev_rank, const st
                                 std::to_string(round_ + 1)};
     }
   }
-  joining_.push_back({slot, prev_rank, host, arrivals_++});
+  joining_.push_back({slot, prev_rank, host, arrivals_++, Clock::now()});
   const int64_t target = round_ + 1;
   if (ready_locked()) {
     form_locked();
@@ -133,11 +134,10 @@ common::Result<JoinResult> ElasticRounds::join(int slot, int prev_rank, const st
     if (now >= deadline) {
       std::vector<int> missing = missing_locked();
       withdraw();
-      std::string why = round_ < 0 ? std::to_string(initial_size_) + " workers did not all join"
-                                   : missing.empty()
-                                         ? "fewer than the " + std::to_string(min_size_) +
-                                               " workers of --min-np joined"
-                                         : "slots " + slot_list(missing) + " did not rejoin";
+      std::string why = missing.empty() ? "fewer than the " + std::to_string(min_size_) +
+                                              " workers of --min-np joined"
+                        : round_ < 0 ? "slots " + slot_list(missing) + " did not join"
+                                     : "slots " + slot_list(missing) + " did not rejoin";
       return common::timeout_error("timed out after " + std::to_string(timeout.count()) +
                                    " ms waiting for elastic round " + std::to_string(target) +
                                    ": " + why);
@@ -164,12 +164,21 @@ void ElasticRounds::lost(int slot) { lost(std::vector<int>{slot}); }
 ElasticRounds::Removal ElasticRounds::lost(const std::vector<int>& slots) {
   std::lock_guard lock(mu_);
   Removal removal{round_, {}};
+  bool was_expected = false;
   for (int slot : slots) {
-    if (!member_locked(slot)) continue;
+    // A member's loss is its own (a spare promoted into its slot stays
+    // expected); a slot lost again, or not a member, is its new worker's:
+    // a promoted spare that died before its Join is waited for no more.
+    if (!member_locked(slot) || lost_.count(slot) != 0) {
+      was_expected |= expected_.erase(slot) != 0;
+      continue;
+    }
     lost_.insert(slot);
     removal.members.push_back(slot);
   }
-  if (!removal.members.empty() && !joining_.empty() && ready_locked()) form_locked();
+  if ((was_expected || !removal.members.empty()) && !joining_.empty() && ready_locked()) {
+    form_locked();
+  }
   return removal;
 }
 
@@ -194,6 +203,28 @@ std::optional<MembershipChange> ElasticRounds::waiting(int slot) const {
 int64_t ElasticRounds::round() const {
   std::lock_guard lock(mu_);
   return round_;
+}
+
+std::vector<int> ElasticRounds::lost_members(int64_t round) const {
+  std::lock_guard lock(mu_);
+  if (round != round_) return {};
+  return {lost_.begin(), lost_.end()};
+}
+
+std::optional<ElasticRounds::Forming> ElasticRounds::forming() const {
+  std::lock_guard lock(mu_);
+  // Only newcomers waiting is no stall: the round runs, and its members let
+  // them in at their next commit (however long the user trains between two).
+  std::optional<Clock::time_point> since;
+  for (const Joiner& j : joining_) {
+    if (round_ >= 0 && !(j.prev_rank >= 0 && member_locked(j.slot))) continue;
+    since = since ? std::min(*since, j.since) : j.since;
+  }
+  if (!since) return std::nullopt;
+  Forming forming{round_ + 1, *since, {}, missing_locked()};
+  for (const Joiner& j : joining_) forming.joined.push_back(j.slot);
+  std::sort(forming.joined.begin(), forming.joined.end());
+  return forming;
 }
 
 void ElasticRounds::close() {

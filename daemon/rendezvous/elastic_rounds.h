@@ -2,8 +2,10 @@
 // known by their slot (the rank hvdrun launched them as; a replacement gets
 // its predecessor's slot). A round forms when every member of the last
 // round that is still alive has joined it (hvdrun reports the dead with
-// lost()) and at least `min_size` workers have; the first round when
-// `initial_size` workers have. Newcomers (a worker that was in no round:
+// lost()) and at least `min_size` workers have. The first round's members
+// are the slots hvdrun launched (0..initial_size-1): it forms when every one
+// of them that is not lost has joined, so a worker or host lost while the
+// job starts never leaves the others waiting for it. Newcomers (a worker that was in no round:
 // prev_rank -1) that have joined by then are in it too; one that comes
 // later waits for the next round: an ADDED event (daemon/rendezvous/membership_events.h)
 // tells the members so that they reset (HostsUpdatedInterrupt) and let it in. Ranks: the members in
@@ -61,6 +63,21 @@ class ElasticRounds {
   // next one; a spare that dies first costs the survivors that wait).
   void expect(int slot, std::chrono::milliseconds grace);
   int64_t round() const;
+  // The members of `round` lost since it formed (empty unless it is the
+  // current round): a member that starts watching late must still hear it.
+  std::vector<int> lost_members(int64_t round) const;
+  // The round being formed, when it holds the job up (the first round, or
+  // members of the last one have left it to rejoin): since when the first
+  // of those waits, who joined, and the slots it still waits for (empty: it
+  // waits for --min-np workers). nullopt otherwise (newcomers waiting while
+  // the round runs are let in at the members' next commit).
+  struct Forming {
+    int64_t round = 0;
+    std::chrono::steady_clock::time_point since;
+    std::vector<int> joined;
+    std::vector<int> missing;
+  };
+  std::optional<Forming> forming() const;
   void close();
 
  private:
@@ -69,6 +86,7 @@ class ElasticRounds {
     int prev_rank = -1;
     std::string host;
     int64_t order = 0;
+    std::chrono::steady_clock::time_point since;
   };
   bool member_locked(int slot) const;
   bool ready_locked() const;
@@ -81,7 +99,7 @@ class ElasticRounds {
   mutable std::mutex mu_;
   std::condition_variable changed_;
   int64_t round_ = -1;              // the last round formed
-  std::vector<int> members_;        // its slots, by rank
+  std::vector<int> members_;        // its slots, by rank (before the first: the launched slots)
   std::set<int> lost_;              // members that died since
   std::vector<Joiner> joining_;     // the round forming
   int64_t arrivals_ = 0;

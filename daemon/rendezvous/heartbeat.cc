@@ -8,6 +8,14 @@
 
 namespace hvd::runtime {
 
+namespace {
+
+// Beats sent for reported commits come at most this often (a program may
+// commit every few milliseconds).
+constexpr std::chrono::milliseconds kCommitSpacing{20};
+
+}  // namespace
+
 Heartbeat::Heartbeat(RendezvousClient& client, int rank, int64_t round,
                      std::chrono::milliseconds interval)
     : client_(client), rank_(rank), round_(round), interval_(interval) {
@@ -24,12 +32,26 @@ void Heartbeat::run() {
   pthread_setname_np(pthread_self(), "hvd-heartbeat");
   std::unique_lock lock(mu_);
   while (!stopping_) {
+    const CommitReport commits = commits_;
+    beat_now_ = false;
     lock.unlock();
-    auto s = client_.heartbeat(rank_, round_, false, interval_);
+    const auto sent = std::chrono::steady_clock::now();
+    auto s = client_.heartbeat(rank_, round_, false, interval_, commits);
     if (!s.is_ok()) spdlog::debug("heartbeat of rank {}: {}", rank_, s.message());
     lock.lock();
-    wake_.wait_for(lock, interval_, [&] { return stopping_; });
+    wake_.wait_for(lock, interval_, [&] { return stopping_ || beat_now_; });
+    wake_.wait_until(lock, sent + kCommitSpacing, [&] { return stopping_; });
   }
+}
+
+void Heartbeat::held(HeldCommit commit) {
+  {
+    std::lock_guard lock(mu_);
+    commits_.held = commit.commit;
+    if (commit.synced) commits_.round_start = commit.commit;
+    beat_now_ = true;
+  }
+  wake_.notify_all();
 }
 
 void Heartbeat::stop() {

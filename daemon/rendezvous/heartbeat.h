@@ -4,13 +4,16 @@
 // it leaves. It needs no GIL and no engine: a rank busy in Python or blocked
 // in a collective still beats; a stopped process (SIGSTOP) or a hung host
 // does not, which is how hvdrun tells them apart. Failed calls are logged
-// at debug level and retried next interval: the launcher decides.
+// at debug level and retried next interval: the launcher decides. Beats
+// also carry the commit of the elastic state the worker holds, once it
+// reported one (held()).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "daemon/rendezvous/rendezvous_client.h"
@@ -30,6 +33,12 @@ class Heartbeat {
   // interval). Idempotent.
   void stop();
 
+  // The worker holds `commit` of its elastic state now (hvd_elastic_committed;
+  // synced: its round restarted from it): the next beat, sent at once (at
+  // most every 20 ms), and every later one carry it, and the commit the
+  // round restarted from once there is one. Never blocks on the service.
+  void held(HeldCommit commit);
+
   // The interval for a liveness timeout: ten beats per timeout, at least
   // every half second and at most ten times a second.
   static std::chrono::milliseconds interval_for(std::chrono::milliseconds timeout);
@@ -44,6 +53,8 @@ class Heartbeat {
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;
+  CommitReport commits_;  // what beats carry
+  bool beat_now_ = false;             // held() since the last beat
   std::thread thread_;  // last: starts after everything above exists
 };
 

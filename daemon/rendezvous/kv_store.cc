@@ -49,6 +49,11 @@ Result<std::vector<std::string>> KvStore::get(const std::vector<std::string>& ke
       if (values_.find(k) == values_.end()) missing.push_back(k);
     }
     if (missing.empty()) break;
+    for (const auto& k : missing) {
+      if (const std::string* reason = abort_reason_locked(k)) {
+        return common::aborted("key '" + k + "' will not come: " + *reason);
+      }
+    }
     // The keys are checked once more after the deadline: one may have
     // arrived with the timeout.
     const auto now = Clock::now();
@@ -106,8 +111,24 @@ Result<bool> KvStore::remove(const std::string& key) {
   return values_.erase(key) != 0;
 }
 
+const std::string* KvStore::abort_reason_locked(const std::string& key) const {
+  for (const auto& [prefix, reason] : aborted_) {
+    if (key.compare(0, prefix.size(), prefix) == 0) return &reason;
+  }
+  return nullptr;
+}
+
+void KvStore::abort_prefix(const std::string& prefix, const std::string& reason) {
+  {
+    std::lock_guard lock(mu_);
+    aborted_.emplace(prefix, reason);  // the first reason stays
+  }
+  changed_.notify_all();
+}
+
 size_t KvStore::remove_prefix(const std::string& prefix) {
   std::lock_guard lock(mu_);
+  std::erase_if(aborted_, [&](const auto& a) { return a.first.compare(0, prefix.size(), prefix) == 0; });
   size_t removed = 0;
   for (auto it = values_.lower_bound(prefix);
        it != values_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {

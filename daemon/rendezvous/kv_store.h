@@ -33,8 +33,14 @@ class KvStore final : public common::Store {
   Result<int64_t> add(const std::string& key, int64_t delta) override;
   Result<bool> check(const std::vector<std::string>& keys) override;
   Result<bool> remove(const std::string& key) override;
-  // Deletes every key that starts with `prefix`; how many were deleted.
+  // Deletes every key that starts with `prefix` (and forgets an abort of
+  // it); how many were deleted.
   size_t remove_prefix(const std::string& prefix);
+  // The keys under `prefix` that are missing now will never come (their
+  // writer is gone): every get waiting for one of them, now or later, fails
+  // with kAborted naming `reason`, instead of waiting for its deadline.
+  // Keys already there are still served; set() still works.
+  void abort_prefix(const std::string& prefix, const std::string& reason);
 
   // Wakes every waiting get with kCancelled; later gets fail at once.
   void close();
@@ -42,7 +48,11 @@ class KvStore final : public common::Store {
  private:
   std::mutex mu_;
   std::condition_variable changed_;
+  // The aborted prefix `key` falls under, or null.
+  const std::string* abort_reason_locked(const std::string& key) const;
+
   std::map<std::string, std::string> values_;
+  std::map<std::string, std::string> aborted_;  // prefix -> reason
   bool closed_ = false;
 };
 

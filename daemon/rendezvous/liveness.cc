@@ -2,13 +2,32 @@
 
 namespace hvd::daemon {
 
-Liveness::Liveness(int size) : last_(size > 0 ? static_cast<size_t>(size) : 0) {}
+Liveness::Liveness(int size)
+    : last_(size > 0 ? static_cast<size_t>(size) : 0), arrived_(last_.size(), false) {}
+
+void Liveness::grow(int rank) {
+  // Elastic jobs have slots beyond the first world's size.
+  if (rank >= 0 && rank < kMaxRanks && !valid(rank)) {
+    last_.resize(static_cast<size_t>(rank) + 1);
+    arrived_.resize(last_.size(), false);
+  }
+}
 
 void Liveness::joined(int rank, Clock::time_point now) {
   std::lock_guard lock(mu_);
-  // Elastic jobs have slots beyond the first world's size.
-  if (rank >= 0 && rank < kMaxRanks && !valid(rank)) last_.resize(static_cast<size_t>(rank) + 1);
+  grow(rank);
   if (valid(rank)) last_[static_cast<size_t>(rank)] = now;
+}
+
+void Liveness::arrived(int rank) {
+  std::lock_guard lock(mu_);
+  grow(rank);
+  if (valid(rank)) arrived_[static_cast<size_t>(rank)] = true;
+}
+
+bool Liveness::has_arrived(int rank) const {
+  std::lock_guard lock(mu_);
+  return valid(rank) && arrived_[static_cast<size_t>(rank)];
 }
 
 void Liveness::beat(int rank, Clock::time_point now) {
@@ -20,7 +39,9 @@ void Liveness::beat(int rank, Clock::time_point now) {
 
 void Liveness::left(int rank) {
   std::lock_guard lock(mu_);
-  if (valid(rank)) last_[static_cast<size_t>(rank)].reset();
+  if (!valid(rank)) return;
+  last_[static_cast<size_t>(rank)].reset();
+  arrived_[static_cast<size_t>(rank)] = false;
 }
 
 std::vector<int> Liveness::silent(std::chrono::milliseconds timeout, Clock::time_point now) const {

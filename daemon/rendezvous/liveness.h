@@ -8,7 +8,11 @@
 // A rank is watched from the moment its Join returns (the whole world has
 // joined) until it leaves (hvd_shutdown sends a last heartbeat that says
 // so), so time spent waiting in the join barrier or after shutdown never
-// counts. Thread-safe; pure bookkeeping, the caller supplies the clock.
+// counts. It also remembers which ranks' Join has come (arrived(): the
+// worker reached hvd.init(), whether or not its round formed yet), so that
+// hvdrun can tell a starting worker that is slow to arrive from one that
+// waits for its round. Thread-safe; pure bookkeeping, the caller supplies
+// the clock.
 #pragma once
 
 #include <chrono>
@@ -31,8 +35,13 @@ class Liveness {
   void joined(int rank, Clock::time_point now);
   // A heartbeat: alive now (ignored for a rank that is not watched).
   void beat(int rank, Clock::time_point now);
-  // The rank left (shutdown): no longer watched until it joins again.
+  // The rank left (shutdown), or its worker is gone: no longer watched
+  // until it joins again; not arrived.
   void left(int rank);
+  // The rank's Join came (before it returns).
+  void arrived(int rank);
+  // Its Join came since it last left.
+  bool has_arrived(int rank) const;
 
   // Watched ranks not heard of for longer than `timeout`, ascending.
   std::vector<int> silent(std::chrono::milliseconds timeout, Clock::time_point now) const;
@@ -41,9 +50,11 @@ class Liveness {
 
  private:
   bool valid(int rank) const { return rank >= 0 && static_cast<size_t>(rank) < last_.size(); }
+  void grow(int rank);  // makes `rank` valid (below kMaxRanks)
 
   mutable std::mutex mu_;
   std::vector<std::optional<Clock::time_point>> last_;  // empty: not watched
+  std::vector<bool> arrived_;                           // same size as last_
 };
 
 }  // namespace hvd::daemon

@@ -135,12 +135,25 @@ Result<bool> RendezvousClient::check_now(const std::vector<std::string>& keys,
   return reply.ready();
 }
 
+Result<std::optional<std::string>> RendezvousClient::get_if_present(
+    const std::string& key, std::chrono::milliseconds timeout) {
+  auto present = check_now({key}, timeout);
+  if (!present.is_ok()) return present.status();
+  if (!present.value()) return std::optional<std::string>();
+  auto values = get({key}, timeout);
+  if (!values.is_ok()) return values.status();
+  return std::optional<std::string>(std::move(values.value().front()));
+}
+
 Status RendezvousClient::heartbeat(int rank, int64_t round, bool leaving,
-                                   std::chrono::milliseconds timeout) {
+                                   std::chrono::milliseconds timeout,
+                                   const CommitReport& commits) {
   hvd::v1::HeartbeatRequest request;
   request.set_rank(rank);
   request.set_round(round);
   request.set_leaving(leaving);
+  if (commits.held) request.set_commit(*commits.held);
+  if (commits.round_start) request.set_round_start(*commits.round_start);
   hvd::v1::HeartbeatReply reply;
   return call(&Stub::Heartbeat, "Heartbeat", request, &reply, timeout,
               /*wait_for_ready=*/false);

@@ -23,6 +23,20 @@ using common::Status;
 
 using daemon::JoinResult;
 
+// The commit of its elastic state a worker holds: its job-wide number, and
+// whether the sync that restarted its round gave it.
+struct HeldCommit {
+  int64_t commit = 0;
+  bool synced = false;
+};
+
+// What a heartbeat tells of the elastic state (HeartbeatRequest.commit,
+// round_start): the last commit held, the commit the round restarted from.
+struct CommitReport {
+  std::optional<int64_t> held;
+  std::optional<int64_t> round_start;
+};
+
 class RendezvousClient final : public common::Store {
  public:
   // `call_timeout` bounds every call that has no timeout of its own.
@@ -58,9 +72,16 @@ class RendezvousClient final : public common::Store {
   // be reached now instead of waiting for it.
   Result<bool> check_now(const std::vector<std::string>& keys, std::chrono::milliseconds timeout);
 
+  // The value of `key` when it is set now (nullopt when not), without
+  // waiting for it; fails at once when the service cannot be reached.
+  Result<std::optional<std::string>> get_if_present(const std::string& key,
+                                                    std::chrono::milliseconds timeout);
+
   // One heartbeat of a joined rank (`leaving`: its last, at shutdown); does
-  // not wait for an unreachable service beyond `timeout`.
-  Status heartbeat(int rank, int64_t round, bool leaving, std::chrono::milliseconds timeout);
+  // not wait for an unreachable service beyond `timeout`. `commits`: what
+  // the worker holds of the elastic state (daemon/rendezvous/commit_ledger.h).
+  Status heartbeat(int rank, int64_t round, bool leaving, std::chrono::milliseconds timeout,
+                   const CommitReport& commits = {});
 
   // Opens the membership stream (Rendezvous.Watch) of `slot`, a member of
   // `round`, on `context` (daemon/rendezvous/membership_watch.h): no deadline; the

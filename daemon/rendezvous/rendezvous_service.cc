@@ -131,6 +131,16 @@ void RendezvousService::hosts_changed(std::vector<std::string> added_hosts,
     auto removal = rounds_->lost(removed_slots);
     removed.round = removal.round;
     removed.member_slots = std::move(removal.members);
+    if (removal.round >= 0 && !removed.member_slots.empty()) {
+      // Keys its lost members did not write will never come: whoever waits
+      // for them (a transport of that round still connecting) stops now and
+      // rejoins (runtime.cc), rather than waiting for its deadline.
+      const std::string prefix = round_key_prefix(removal.round);
+      const std::string reason = "round " + std::to_string(removal.round) + " lost slot(s) " +
+                                 fmt::format("{}", fmt::join(removed.member_slots, ", "));
+      store_.abort_prefix(prefix, reason);
+      (void)store_.set(round_lost_key(removal.round), reason);
+    }
   } else {
     removed.round = membership_.round();
     removed.member_slots = removed_slots;  // every slot is a member of a fixed-size job
@@ -165,6 +175,9 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::Jo
     return invalid("slot " + std::to_string(req->rank()) + " is out of range for " +
                    std::to_string(slots_) + " slots");
   }
+  // hvdrun tells a starting worker that waits for its round from one that
+  // has not reached hvd.init() (docs/elastic.md, "Liveness before the round").
+  if (rounds_) liveness_.arrived(req->rank());
   auto cancelled = [ctx] { return ctx->IsCancelled(); };
   const auto budget = wait_budget(*ctx, req->timeout_ms());
   auto result = rounds_ ? rounds_->join(req->rank(), req->prev_rank(), req->host(), budget,
@@ -264,6 +277,12 @@ grpc::Status RendezvousService::Heartbeat(grpc::ServerContext* ctx,
     liveness_.left(req->rank());
   } else {
     liveness_.beat(req->rank(), std::chrono::steady_clock::now());
+    if (req->has_round_start() && req->round_start() >= 0) {
+      commits_.restarted(req->rank(), req->round(), req->round_start());
+    }
+    if (req->has_commit() && req->commit() >= 0) {
+      commits_.held(req->rank(), req->round(), req->commit());
+    }
   }
   reply->set_round(rounds_ ? rounds_->round() : membership_.round());
   return grpc::Status::OK;
@@ -278,6 +297,16 @@ grpc::Status RendezvousService::Watch(grpc::ServerContext* ctx,
   // What it must know already: a worker that waits to join its round.
   if (rounds_) {
     if (auto waiting = rounds_->waiting(req->slot())) subscription->deliver(std::move(*waiting));
+    // And members of its round lost before it watched (between its
+    // transports' connect and this call): its collectives cannot complete.
+    if (auto lost = rounds_->lost_members(req->round()); !lost.empty()) {
+      MembershipChange removed;
+      removed.kind = MembershipChange::Kind::kRemoved;
+      removed.round = req->round();
+      removed.slots = lost;
+      removed.member_slots = std::move(lost);
+      subscription->deliver(std::move(removed));
+    }
   }
   spdlog::debug("rendezvous: slot {} of round {} watches membership from {}", req->slot(),
                 req->round(), ctx->peer());

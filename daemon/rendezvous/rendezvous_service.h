@@ -6,12 +6,13 @@
 // call). Requests over their method's limit (docs/security.md) get
 // RESOURCE_EXHAUSTED. Handlers only translate; the
 // state lives in Membership (or ElasticRounds), Liveness, KvStore,
-// MembershipEvents and HotSpares.
+// MembershipEvents, HotSpares and CommitLedger.
 #pragma once
 
 #include <string>
 #include <vector>
 
+#include "daemon/rendezvous/commit_ledger.h"
 #include "daemon/rendezvous/elastic_rounds.h"
 #include "daemon/rendezvous/hot_spares.h"
 #include "daemon/rendezvous/kv_store.h"
@@ -39,10 +40,17 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service,
   void lost(int slot) {
     if (rounds_) rounds_->lost(slot);
   }
+  // Elastic jobs: the round being formed, when workers wait to join one.
+  std::optional<ElasticRounds::Forming> forming() const {
+    return rounds_ ? rounds_->forming() : std::nullopt;
+  }
   const Liveness& liveness() const { return liveness_; }
   // Stops watching `rank` until it joins again (its worker was replaced).
   void forget(int rank) { liveness_.left(rank); }
   KvStore& store() { return store_; }
+  // The commits of the job's elastic state its workers hold, from their
+  // heartbeats: hvdrun learns from it that state was lost.
+  CommitLedger& commits() { return commits_; }
 
   // For hvdrun's launcher: the job's hosts changed (host discovery found
   // new hosts, or an agent/host was lost). Any thread, any time; returns at
@@ -106,6 +114,7 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service,
   Liveness liveness_;
   KvStore store_;
   HotSpares spares_;
+  CommitLedger commits_;
 };
 
 }  // namespace hvd::daemon

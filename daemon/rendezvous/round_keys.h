@@ -12,4 +12,8 @@ namespace hvd::daemon {
 
 inline std::string round_key_prefix(int64_t round) { return "round" + std::to_string(round) + "/"; }
 
+// Set by the service (to the reason) once round N lost a member: a worker
+// whose transports of round N failed to connect rejoins when it is there.
+inline std::string round_lost_key(int64_t round) { return round_key_prefix(round) + "lost"; }
+
 }  // namespace hvd::daemon

@@ -39,6 +39,7 @@ ElasticMachine::ElasticMachine(Limits limits, HostTable hosts,
       hosts_(std::move(hosts)),
       workers_(static_cast<size_t>(std::max<int>(limits.max_np, static_cast<int>(initial.size())))),
       spares_(limits.spares, static_cast<int>(workers_.size())),
+      watch_({limits.stopped_timeout, limits.start_timeout}),
       initial_np_(static_cast<int>(initial.size())) {
   for (size_t slot = 0; slot < initial.size(); ++slot) {
     workers_[slot] = {initial[slot], Phase::kStarting, /*initial=*/true, static_cast<int>(slot)};
@@ -148,6 +149,7 @@ Actions ElasticMachine::worker_exited(int slot, bool failed, int code, const std
   if (slot < 0 || static_cast<size_t>(slot) >= workers_.size()) return out;
   Worker& w = workers_[static_cast<size_t>(slot)];
   if (!live(w) || state_ == State::kFailed || state_ == State::kDone) return out;
+  watch_.forget(w.process);  // its replacement is watched afresh
   if (w.phase == Phase::kStopping) {  // stopped by hvdrun: expected
     w.phase = Phase::kGone;
   } else if (!failed) {
@@ -178,6 +180,7 @@ Actions ElasticMachine::start_failed(int slot, const std::string& why, Clock::ti
   Actions out;
   if (spares_.is_spare_id(slot)) {  // tick() starts another on a usable host
     const std::string host = spares_.host_of(slot);
+    watch_.forget(slot);
     if (!spares_.gone(slot) || state_ == State::kFailed || state_ == State::kDone) return out;
     const auto cooldown = hosts_.agent_lost(host, now);
     out.push_back(Say{"cannot start hot spare " + std::to_string(slot) + " on host " + host +
@@ -190,6 +193,7 @@ Actions ElasticMachine::start_failed(int slot, const std::string& why, Clock::ti
   if (w.phase != Phase::kStarting) return out;
   if (state_ == State::kFailed || state_ == State::kDone) return out;  // the job is ending
   w.phase = Phase::kGone;
+  watch_.forget(w.process);
   const auto cooldown = hosts_.agent_lost(w.host, now);
   out.push_back(Say{"cannot start rank " + std::to_string(slot) + " on host " + w.host + ": " +
                     why + "; host " + w.host + " is blacklisted for " +
@@ -213,12 +217,14 @@ Actions ElasticMachine::agent_lost(const std::vector<std::string>& hosts, const 
       Worker& w = workers_[s];
       if (!live(w) || w.host != host) continue;
       w.phase = Phase::kGone;
+      watch_.forget(w.process);
       slots.push_back(static_cast<int>(s));
       out.push_back(SlotLost{static_cast<int>(s)});
     }
     std::string spares_there;
     for (int id : spares_.live_ids(host)) {
       spares_.gone(id);
+      watch_.forget(id);
       spares_there += (spares_there.empty() ? "hot spare " : ", ") + std::to_string(id);
     }
     if (!spares_there.empty()) spares_there = (slots.empty() ? " (" : "; ") + spares_there;
@@ -326,6 +332,7 @@ void ElasticMachine::worker_joined(int slot) {
   if (!starting(slot)) return;
   Worker& w = workers_[static_cast<size_t>(slot)];
   w.phase = Phase::kMember;
+  watch_.forget(w.process);  // the heartbeats watch it now
   hosts_.worker_joined(w.host);
 }
 
@@ -434,9 +441,51 @@ void ElasticMachine::check_min(Actions& out, Clock::time_point now) {
 Actions ElasticMachine::tick(Clock::time_point now) {
   Actions out;
   if (state_ == State::kFailed || state_ == State::kDone) return out;
+  give_up_overdue(out, now);
   fill(out, now);
   refill_spares(out, now);
   check_min(out, now);
+  watch_starters(now);  // those started now are watched from now
+  return out;
+}
+
+}  // namespace hvd::launcher::elastic
+
+namespace hvd::launcher::elastic {
+
+Actions ElasticMachine::round_waiting(int64_t round, Clock::time_point since,
+                                      const std::vector<int>& joined,
+                                      const std::vector<int>& missing, Clock::time_point now) {
+  Actions out;
+  if (state_ == State::kFailed || state_ == State::kDone || finishing()) return out;
+  if (now - since < limits_.elastic_timeout) return out;
+  auto named = [&](const std::vector<int>& slots) {
+    std::string text;
+    for (int slot : slots) {
+      const std::string host = host_of(slot);
+      text += (text.empty() ? "" : ", ") + ("rank " + std::to_string(slot)) +
+              (host.empty() ? "" : " on host " + host);
+    }
+    return text;
+  };
+  std::string why;
+  if (!missing.empty()) {
+    why = "it waits for " + named(missing);
+  } else {
+    std::vector<int> starting_slots;
+    for (int slot : live_slots()) {
+      if (starting(slot) && std::find(joined.begin(), joined.end(), slot) == joined.end()) {
+        starting_slots.push_back(slot);
+      }
+    }
+    why = "it has " + std::to_string(joined.size()) + " of the " +
+          std::to_string(limits_.min_np) + " workers of --min-np" +
+          (starting_slots.empty() ? "" : "; started but not joined: " + named(starting_slots));
+  }
+  fail(out, exit_code::kRendezvousTimeout,
+       "rendezvous round " + std::to_string(round) + " did not form within " +
+           std::to_string(limits_.elastic_timeout.count()) + " s (--elastic-timeout): " + why +
+           (joined.empty() ? "" : " (joined: " + named(joined) + ")"));
   return out;
 }
 

@@ -28,7 +28,13 @@
 // worker's host first) rather than to a new process, and a new spare is
 // started in its place. A spare that
 // fails costs a reset like a worker; past --reset-limit no more are started.
-// (The spares' methods live in elastic_spares.cc.)
+// (The spares' methods live in elastic_spares.cc.) A process not in a round
+// yet — a starting worker, a promoted spare, a spare — that its agent saw
+// stopped for the heartbeat timeout, or that has not reached hvd.init()
+// --start-timeout after its start (the first workers excepted: the first
+// round's start timeout covers them), is given up: killed, its slot to the
+// next spare or a fresh process, a spare started again (process_watch.h;
+// elastic_starters.cc).
 #pragma once
 
 #include <chrono>
@@ -39,6 +45,7 @@
 #include <vector>
 
 #include "launcher/elastic/host_table.h"
+#include "launcher/elastic/process_watch.h"
 #include "launcher/elastic/spare_pool.h"
 
 namespace hvd::launcher::elastic {
@@ -54,6 +61,12 @@ struct Limits {
   int reset_limit = 10;
   std::chrono::seconds elastic_timeout{600};
   int spares = 0;  // --spares
+  // A process not in a round yet that is stopped this long is given up
+  // (--heartbeat-timeout-seconds); 0: never.
+  std::chrono::seconds stopped_timeout{0};
+  // A replacement, growth worker or spare that has not reached hvd.init()
+  // this long after its start is given up (--start-timeout); 0: never.
+  std::chrono::seconds start_timeout{0};
 };
 
 // Start a worker in `slot` on `host`; `replacement`: it is not in the first
@@ -66,6 +79,10 @@ struct StartWorker {
 // Stop the worker of `slot` (SIGKILL through its agent); its exit is expected.
 struct StopWorker {
   int slot = 0;
+};
+// Stop hot spare `spare` (SIGKILL through its agent); its exit is expected.
+struct StopSpare {
+  int spare = 0;
 };
 // Start hot spare `spare` (its launch rank; HVD_SPARE) on `host`.
 struct StartSpare {
@@ -99,8 +116,8 @@ struct EndJob {
   int code = 0;
   std::string error;
 };
-using Action = std::variant<StartWorker, StartSpare, PromoteSpare, StopWorker, SlotLost,
-                            HostsChanged, Say, EndJob>;
+using Action = std::variant<StartWorker, StartSpare, PromoteSpare, StopWorker, StopSpare,
+                            SlotLost, HostsChanged, Say, EndJob>;
 using Actions = std::vector<Action>;
 
 class ElasticMachine {
@@ -130,11 +147,23 @@ class ElasticMachine {
   Actions worker_silent(int slot, std::chrono::seconds quiet, Clock::time_point now);
   // The worker of `slot` is in a round now.
   void worker_joined(int slot);
+  // The starting worker of `slot` reached the rendezvous (its Join came).
+  void worker_arrived(int slot);
+  // Process `process` (a launch rank: a worker's or a spare's) was seen
+  // stopped, or running again, by its agent.
+  void process_state(int process, bool stopped, Clock::time_point now);
   // A round formed with `size` workers. Says when the job is back at
   // --max-np workers after losing some.
   Actions round_formed(int64_t round, int size);
-  // Time passed: cooldowns end, growth, the elastic timeout, progress lines.
+  // Time passed: cooldowns end, growth, the elastic timeout, progress
+  // lines, processes given up (stopped, or not arrived in time).
   Actions tick(Clock::time_point now);
+  // The rendezvous round `round` has been forming since `since` (workers
+  // wait in its Join): `joined` have joined, it waits for `missing` (empty:
+  // for --min-np workers). Past --elastic-timeout the job ends (exit 124)
+  // naming who is missing: no worker waits for a round forever.
+  Actions round_waiting(int64_t round, Clock::time_point since, const std::vector<int>& joined,
+                        const std::vector<int>& missing, Clock::time_point now);
 
   State state() const { return state_; }
   int resets() const { return resets_; }
@@ -180,6 +209,16 @@ class ElasticMachine {
   // Starts spares until --spares are alive (on the usable hosts with the
   // fewest spares).
   void refill_spares(Actions& out, Clock::time_point now);
+  // A spare failed before its promotion (`what` says how, `detail` follows
+  // it when another one starts): a reset, and another one starts; past
+  // --reset-limit no more spares start.
+  void spare_failed(const std::string& what, const std::string& detail, Actions& out,
+                    Clock::time_point now);
+  // Watches the processes not in a round yet: new ones from `now` (a tick
+  // after their start at most), the others no more (process_watch.h).
+  void watch_starters(Clock::time_point now);
+  // Gives up (kills) those overdue: stopped too long, or not arrived in time.
+  void give_up_overdue(Actions& out, Clock::time_point now);
   void check_done(Actions& out);
   void check_min(Actions& out, Clock::time_point now);
   std::string missing_hosts(Clock::time_point now) const;
@@ -189,6 +228,7 @@ class ElasticMachine {
   HostTable hosts_;
   std::vector<Worker> workers_;  // by slot, size max_np
   SparePool spares_;
+  ProcessWatch watch_;  // the processes not in a round yet
   bool spares_stopped_ = false;  // a spare failed past --reset-limit: no more
   const int initial_np_;
   State state_ = State::kStarting;

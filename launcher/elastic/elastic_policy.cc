@@ -10,6 +10,7 @@
 #include "common/worker_env.h"
 #include "daemon/rendezvous/rendezvous_service.h"
 #include "launcher/elastic/discovery_poller.h"
+#include "launcher/elastic/state_loss.h"
 #include "launcher/exit_codes.h"
 #include "launcher/host_agents.h"
 #include "launcher/job_session.h"
@@ -53,6 +54,8 @@ void ElasticPolicy::launched(const std::vector<std::string>& bind_addresses) {
   Limits limits{e.min_np, e.max_np, e.reset_limit,
                 std::chrono::seconds(options.settings.get_int("elastic_timeout")),
                 static_cast<int>(options.settings.get_int("spares"))};
+  limits.stopped_timeout = heartbeat_timeout_;
+  limits.start_timeout = std::chrono::seconds(options.settings.get_int("start_timeout"));
   HostTable hosts(options.hosts, {std::chrono::seconds(e.cooldown_low),
                                   std::chrono::seconds(e.cooldown_high)});
   std::vector<std::string> initial;
@@ -90,6 +93,12 @@ int ElasticPolicy::output_rank(int process) const {
 void ElasticPolicy::worker_exited(const WorkerExited& exit) {
   carry_out(machine_->worker_exited(exit.rank, failed(exit), code_of(exit),
                                     session_.describe_exit(exit), Clock::now()));
+}
+
+void ElasticPolicy::worker_state(const WorkerStateChanged& change) {
+  spdlog::debug("process {} (pid {}) is {}", change.rank, change.pid,
+                change.stopped ? "stopped" : "running again");
+  if (machine_) machine_->process_state(change.rank, change.stopped, Clock::now());
 }
 
 bool ElasticPolicy::take_spare_exit(WorkerExited& exit) {
@@ -156,6 +165,8 @@ void ElasticPolicy::tick(Clock::time_point now) {
     if (machine_->starting(slot) && rendezvous.liveness().quiet_for(slot, now)) {
       machine_->worker_joined(slot);
       joined = true;
+    } else if (machine_->starting(slot) && rendezvous.liveness().has_arrived(slot)) {
+      machine_->worker_arrived(slot);  // its Join came: it is in hvd.init()
     }
   }
   if (joined) carry_out(machine_->round_formed(0, 0));
@@ -164,6 +175,21 @@ void ElasticPolicy::tick(Clock::time_point now) {
     for (int slot : rendezvous.liveness().silent(heartbeat_timeout_, now)) {
       carry_out(machine_->worker_silent(slot, heartbeat_timeout_, now));
     }
+  }
+  if (auto forming = rendezvous.forming()) {
+    carry_out(machine_->round_waiting(forming->round, forming->since, forming->joined,
+                                      forming->missing, now));
+  }
+  // A round restarted below the job's last commit: every holder died.
+  for (const daemon::CommitLedger::Loss& loss : rendezvous.commits().take_losses()) {
+    auto policy = on_state_loss(session_.options().settings);  // checked at start
+    const OnStateLoss what = policy.is_ok() ? policy.value() : OnStateLoss::kRestart;
+    if (what == OnStateLoss::kFail) {
+      session_.end_job(exit_code::kStateLost, describe_loss(loss, what));
+      return;
+    }
+    std::fprintf(stderr, "hvdrun: warning: %s\n", describe_loss(loss, what).c_str());
+    std::fflush(stderr);
   }
   carry_out(machine_->tick(now));
 }
@@ -186,19 +212,22 @@ common::Status ElasticPolicy::start_spare(const StartSpare& start) {
 }
 
 void ElasticPolicy::stop_worker(const StopWorker& stop) {
-  const std::optional<size_t> agent = hosts_.agent_of(machine_->host_of(stop.slot));
+  stop_process(machine_->process_of(stop.slot), machine_->host_of(stop.slot));
+}
+
+void ElasticPolicy::stop_process(int process, const std::string& host) {
+  const std::optional<size_t> agent = hosts_.agent_of(host);
   if (!agent) return;
-  const int process = machine_->process_of(stop.slot);
   HostAgents& agents = session_.agents();
   // Off the driver thread: an agent cut off from hvdrun answers no Signal
   // until its deadline, and the job goes on meanwhile (the slot is lost
   // already; the agent ends the worker itself when its Watch breaks).
   stops_.run([client = agents.shared_client(*agent), ids = agents.jobs(*agent, session_.job_id()),
-              process, slot = stop.slot] {
+              process] {
     for (const std::string& id : ids) {
       common::Status s = client->signal(id, SIGKILL, kSignalTimeout, {process});
       if (!s.is_ok() && s.code() != common::StatusCode::kNotFound) {
-        spdlog::warn("stopping rank {}: {}", slot, s.to_string());
+        spdlog::warn("stopping process {}: {}", process, s.to_string());
       }
     }
   });
@@ -231,6 +260,7 @@ void ElasticPolicy::carry_out(Actions actions) {
               session_.rendezvous().promote_spare(promote.spare, promote.slot);
             },
             [&](const StopWorker& stop) { stop_worker(stop); },
+            [&](const StopSpare& stop) { stop_process(stop.spare, machine_->host_of(stop.spare)); },
             [&](const SlotLost& lost) {
               // A REMOVED event naming the slot: the survivors of its round
               // fail their pending collectives at once, whatever transport

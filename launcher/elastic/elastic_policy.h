@@ -42,6 +42,9 @@ class ElasticPolicy final : public JobPolicy {
   bool succeeded() const override { return false; }  // the machine ends the job
   bool take_spare_exit(WorkerExited& exit) override;
   void worker_exited(const WorkerExited& exit) override;
+  // A worker or spare stopped or runs again: the machine gives up one that
+  // stays stopped before it joins a round.
+  void worker_state(const WorkerStateChanged& change) override;
   void agent_lost(size_t agent, const std::vector<int>& running,
                   const common::Status& why) override;
   void hosts_discovered(const HostsDiscovered& found) override;
@@ -58,6 +61,8 @@ class ElasticPolicy final : public JobPolicy {
   common::Status start_worker(const StartWorker& start);
   common::Status start_spare(const StartSpare& start);
   void stop_worker(const StopWorker& stop);
+  // SIGKILL to `process` (a launch rank) on `host`, off the driver thread.
+  void stop_process(int process, const std::string& host);
 
   JobSession& session_;
   const std::chrono::seconds heartbeat_timeout_;  // 0: liveness not checked

@@ -58,12 +58,16 @@ void ElasticMachine::refill_spares(Actions& out, Clock::time_point now) {
                     ids + " on host" + (placed_on.size() == 1 ? " " : "s ") + hosts});
 }
 
-void ElasticMachine::spare_ready(int spare) { spares_.ready(spare); }
+void ElasticMachine::spare_ready(int spare) {
+  spares_.ready(spare);
+  watch_.arrived(spare);
+}
 
 Actions ElasticMachine::spare_exited(int spare, bool failed, int code, const std::string& what,
                                      Clock::time_point now) {
   Actions out;
   (void)code;
+  watch_.forget(spare);
   if (!spares_.gone(spare) || state_ == State::kFailed || state_ == State::kDone || finishing()) {
     return out;
   }
@@ -73,17 +77,22 @@ Actions ElasticMachine::spare_exited(int spare, bool failed, int code, const std
                       "more hot spares are started"});
     return out;
   }
+  spare_failed(what, " before it was promoted", out, now);
+  return out;
+}
+
+void ElasticMachine::spare_failed(const std::string& what, const std::string& detail,
+                                  Actions& out, Clock::time_point now) {
   if (resets_ >= limits_.reset_limit) {
     spares_stopped_ = true;
     out.push_back(Say{what + "; no more hot spares are started: the reset limit (" +
                       std::to_string(limits_.reset_limit) + ", --reset-limit) is used up"});
-    return out;
+    return;
   }
   ++resets_;
-  out.push_back(Say{what + " before it was promoted (reset " + std::to_string(resets_) + " of " +
+  out.push_back(Say{what + detail + " (reset " + std::to_string(resets_) + " of " +
                     std::to_string(limits_.reset_limit) + ")"});
   refill_spares(out, now);
-  return out;
 }
 
 }  // namespace hvd::launcher::elastic

@@ -65,7 +65,7 @@ _pi32 = ctypes.POINTER(ctypes.c_int32)
 
 
 # The HVD_ABI_VERSION this package was written for (hvd/c_api.h).
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 
 class hvd_op(ctypes.Structure):
@@ -129,6 +129,7 @@ hvd_cross_rank = _declare("hvd_cross_rank", _int)
 hvd_cross_size = _declare("hvd_cross_size", _int)
 hvd_elastic_host_updates = _declare("hvd_elastic_host_updates", _int)
 HVD_HOSTS_ADDED, HVD_HOSTS_REMOVED = 1, 2  # hvd_elastic_host_updates bits
+hvd_elastic_committed = _declare("hvd_elastic_committed", _int, _i64, _int)
 hvd_allreduce = _declare("hvd_allreduce", _int, _p, _i64, _int, _int)
 hvd_broadcast = _declare("hvd_broadcast", _int, _p, _i64, _int, _int)
 hvd_allgather = _declare("hvd_allgather", _int, _p, _i64, _int, _p, _pi64)

@@ -7,9 +7,9 @@ save it, then check for host updates). When a collective fails
 surviving worker rolls back to its last commit (``restore()``), leaves and
 rejoins the job in place (``reset``: hvd.shutdown() then hvd.init(), a new
 rendezvous round, no re-import, no new process), takes the state of the
-lowest rank that has committed (``sync()``; Horovod: rank 0) and calls the
-function again. When the set of hosts changed (HostsUpdatedInterrupt) it
-does the same without the rollback.
+lowest rank holding the highest commit (``sync()``; Horovod: rank 0) and
+calls the function again. When the set of hosts changed
+(HostsUpdatedInterrupt) it does the same without the rollback.
 
 What re-forms the world around the survivors is the launcher's business:
 hvdrun's elastic mode (docs/elastic.md) replaces a failed worker on its host.
@@ -65,6 +65,14 @@ class State:
         self._last_updated_timestamp = 0
         self._reset_callbacks = []
         self._commits = 0  # run_fn tells a reset loop from progress by it
+        # The job-wide number of the commit this worker holds (0: the start):
+        # +1 at every commit; a sync sets it to the number of the commit it
+        # took, so every member of a round agrees on it. hvdrun learns it
+        # (hvd_elastic_committed) and says when a round restarts below the
+        # job's last commit: every worker that held it died.
+        self._commit = 0
+        self._sync_root_ran = False  # sync_root() ran in this sync
+        self._took_commit = False    # this sync gave this worker another commit
 
     def register_reset_callbacks(self, callbacks):
         """Functions called (in order) after every reset, e.g. to rescale the
@@ -86,6 +94,8 @@ class State:
         the hosts changed since the last check."""
         self.save()
         self._commits += 1
+        self._commit += 1
+        _lib.hvd_elastic_committed(self._commit, 0)
         self.check_host_updates()
 
     def check_host_updates(self):
@@ -118,15 +128,42 @@ class State:
 
     def sync_root(self):
         """Collective: the rank a sync takes the state from, the same on every
-        rank: the lowest rank that has committed (a survivor of a reset; a
-        replacement worker has not), else 0 (a fresh start). Horovod always
-        takes rank 0, whose state is lost when rank 0 is the replaced one."""
+        rank: the lowest of the ranks holding the highest commit (survivors of
+        a reset; a replacement worker holds none), so rank 0 when nothing was
+        committed (a fresh start). Every worker's commit number becomes that
+        rank's: after the sync all hold that commit. Horovod always takes
+        rank 0, whose state is lost when rank 0 is the replaced one."""
         import numpy as np
         from hvd import numpy as hnp
         n = hnp.size()
-        mine = hnp.rank() if self._commits > 0 else n
-        root = int(hnp.allreduce(np.array([mine], dtype=np.int64), op=hnp.Min)[0])
-        return 0 if root >= n else root
+        # One Max: the highest commit, then the lowest rank holding it.
+        mine = self._commit * n + (n - 1 - hnp.rank())
+        best = int(hnp.allreduce(np.array([mine], dtype=np.int64), op=hnp.Max)[0])
+        commit = best // n
+        self._took_commit = commit != self._commit
+        self._commit = commit
+        self._sync_root_ran = True
+        return n - 1 - best % n
+
+    def sync_needed(self, skip):
+        """Collective, at the start of every try of ``run``: whether this
+        round syncs. A rank may skip the sync (its update only removed hosts)
+        only when every rank may: a worker new to the round (a replacement, a
+        promoted spare) always syncs, and the members' host updates may not
+        have told them of it (issue 27: a removal seen alone while a spare
+        joined the same round left the ranks out of step until the stall
+        check's verdict)."""
+        import numpy as np
+        from hvd import numpy as hnp
+        mine = np.array([0 if skip else 1], dtype=np.int64)
+        return int(hnp.allreduce(mine, op=hnp.Max)[0]) > 0
+
+    def _synced(self):
+        """After a sync by run(): tells hvdrun the commit the round restarted
+        from (a State whose sync() does not use sync_root() tells nothing)."""
+        if self._sync_root_ran:
+            _lib.hvd_elastic_committed(self._commit, 1)
+        self._sync_root_ran = False
 
     def _broadcast(self, obj, root):
         if root == 0:
@@ -197,22 +234,29 @@ def run_fn(func, reset):
     """``func(state, ...)`` run elastically: sync, call; on HorovodInternalError
     restore + reset + sync + call again; on HostsUpdatedInterrupt reset
     (+ sync unless the update only removed hosts) + call again. Gives up
-    (re-raising) after reset_limit() resets in a row without a commit."""
+    (re-raising) after reset_limit() resets in a row without a commit, and
+    at a no-progress verdict that comes right after the reset of another:
+    the program's calls are out of step, which no reset mends (a loop that
+    commits before its out-of-step call would commit at every try)."""
 
     @functools.wraps(func)
     def wrapper(state, *args, **kwargs):
         limit = reset_limit()
         skip_sync = False
         failed_resets = 0
+        verdicts = 0  # no-progress verdicts in a row
         while True:
             commits = state._commits
             try:
-                if not skip_sync:
+                if state.sync_needed(skip_sync):
+                    state._sync_root_ran = False
                     state.sync()
+                    state._synced()
                 return func(state, *args, **kwargs)
-            except HorovodInternalError:
+            except HorovodInternalError as e:
                 failed_resets = 0 if state._commits != commits else failed_resets + 1
-                if failed_resets >= limit:
+                verdicts = verdicts + 1 if e.no_progress else 0
+                if failed_resets >= limit or verdicts > 1:
                     raise
                 state.restore()
                 skip_sync = False

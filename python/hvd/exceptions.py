@@ -1,5 +1,11 @@
 """Exceptions of the hvd package (the names horovod.common.exceptions has)."""
 
+import re
+
+# How the engine's no-progress verdict begins (runtime/engine/no_progress.cc),
+# possibly after the name of the call that failed ("allreduce: ...").
+_NO_PROGRESS = re.compile(r"(^|: )no progress for \d+ s on ")
+
 
 class HorovodInternalError(RuntimeError):
     """An hvd operation failed: a collective, its negotiation with the other
@@ -9,6 +15,13 @@ class HorovodInternalError(RuntimeError):
     def __init__(self, message, code=None):
         super().__init__(message)
         self.code = code
+
+    @property
+    def no_progress(self):
+        """True for the engine's no-progress verdict (docs/engine.md): the
+        ranks waited for different tensors, so every pending op failed on
+        every rank. A lost peer is not one."""
+        return _NO_PROGRESS.search(str(self)) is not None
 
 
 class HostsUpdatedInterrupt(RuntimeError):

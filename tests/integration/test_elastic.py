@@ -79,6 +79,41 @@ def test_a_reset_aborts_device_collectives_and_rebuilds_the_gpu_transport(hvdrun
     assert took < 25, f"the reset waited for the transport timeout: {took:.1f} s"
 
 
+def test_a_member_lost_before_it_wrote_its_keys_does_not_stall_the_round(hvdrun, tmp_path):
+    # Issue 27 item 4: slot 2 dies right after its Join of round 0 returned,
+    # before its transport keys exist (HVD_TEST_FAULT, runtime/fault_point.h).
+    # The others' key exchange ends at once (the rendezvous marks round 0
+    # lost) and they join round 1 in place: no wait for the transport
+    # timeout (60 s here), no failure of theirs, one reset only.
+    start = time.monotonic()
+    r = train(hvdrun, tmp_path, -1, 0,
+              env={"HVD_TEST_FAULT": "joined:kill:round=0:slot=2",
+                   "HVD_TRANSPORT_TIMEOUT_SECONDS": "60"})
+    took = time.monotonic() - start
+    check_run(r)
+    assert "rank 2 on host localhost was killed by signal 9 (SIGKILL)" in r.stderr, r.stderr
+    assert "(reset 1 of 10)" in r.stderr and "reset 2 of" not in r.stderr, r.stderr
+    assert "timed out" not in r.stderr, r.stderr
+    assert took < 40, f"the survivors waited for the transport timeout: {took:.1f} s"
+
+
+def test_a_second_fault_during_a_recovery(hvdrun, tmp_path):
+    # Rank 1 is killed at step 3; slot 0, rejoining without it, dies right
+    # after its Join of round 1 (before its keys exist): slot 2 joins round 2
+    # and waits there (--min-np 2) for the replacements; training goes on
+    # from slot 2's commit and ends equal on every rank.
+    start = time.monotonic()
+    r = train(hvdrun, tmp_path, 1, 3,
+              env={"HVD_TEST_FAULT": "joined:kill:round=1:slot=0",
+                   "HVD_TRANSPORT_TIMEOUT_SECONDS": "60"})
+    took = time.monotonic() - start
+    check_run(r)
+    assert "rank 0 on host localhost was killed by signal 9 (SIGKILL)" in r.stderr, r.stderr
+    assert "rank 1 on host localhost was killed by signal 9 (SIGKILL)" in r.stderr, r.stderr
+    assert "timed out" not in r.stderr, r.stderr
+    assert took < 60, f"a recovery waited for the transport timeout: {took:.1f} s"
+
+
 def test_many_random_kills_over_one_run(hvdrun, tmp_path):
     # Five kill -9s at random ranks and steps (the seed is in the failure
     # message): each time the survivors go on and the replacement joins;
@@ -171,6 +206,23 @@ def test_below_min_np_the_job_says_what_is_missing_and_times_out(hvdrun, tmp_pat
             "localhost missing (not listed)") in r.stderr, r.stderr
     for pid in pids.read_text().split():
         assert not pathlib.Path(f"/proc/{pid}").exists(), f"worker {pid} outlived the job"
+
+
+def test_a_round_that_does_not_form_ends_the_job_at_the_elastic_timeout(hvdrun, tmp_path):
+    # Rank 1 runs but never reaches hvd.init() (ELASTIC_INIT_DELAY): rank 0
+    # waits in the first round. At --elastic-timeout hvdrun ends the job
+    # (exit 124) naming the round and who it waits for, instead of rank 0's
+    # Join failing later and the job replacing it.
+    start = time.monotonic()
+    r = run([hvdrun, "-np", "2", "--min-np", "1", "--max-np", "2", "--elastic-timeout", "4",
+             sys.executable, WORKER, str(tmp_path / "m"), "-1", "0", "5", "kill", "0"],
+            timeout=60, env={**ENV, "ELASTIC_INIT_DELAY": "1:120"})
+    took = time.monotonic() - start
+    assert r.returncode == 124, r.stdout + r.stderr
+    assert ("hvdrun: error: rendezvous round 0 did not form within 4 s (--elastic-timeout): it "
+            "waits for rank 1 on host localhost (joined: rank 0 on host localhost)") in r.stderr, \
+        r.stderr
+    assert took < 20, took
 
 
 def test_a_host_whose_workers_keep_failing_is_blacklisted_for_a_cooldown(hvdrun, tmp_path):

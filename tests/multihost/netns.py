@@ -103,13 +103,18 @@ def netns_pids(netns):
     return [int(p) for p in r.stdout.split() if p.isdigit()]
 
 
-def _alive(pid):
+def process_state(pid):
+    """The process's state letter in /proc (R, S, D, T, Z, ...), None when gone."""
     try:
         with open(f"/proc/{pid}/stat") as f:
             stat = f.read()
     except OSError:
-        return False
-    return stat[stat.rfind(")") + 2:].split()[0] != "Z"
+        return None
+    return stat[stat.rfind(")") + 2:].split()[0]
+
+
+def _alive(pid):
+    return process_state(pid) not in (None, "Z")
 
 
 def _cmdline(pid):

@@ -94,3 +94,26 @@ def test_discovery_adds_and_removes_a_host(cluster, plain_agents, hvdrun, secret
     assert "host discovery: host h3 is no longer listed" in r.stderr, r.stderr
     left = stray_processes(cluster, plain_agents, 10)
     assert not left, f"processes left in the namespaces: {left}"
+
+
+def test_host_lost_during_the_first_round(cluster, plain_agents, hvdrun, secret, tmp_path):
+    """Issue 27 item 1: h2's agent is lost while h1's workers wait in the
+    first Join (h2's workers are held before hvd.init()): the first round
+    forms without h2's slots and the job trains at 2 (it hung for good)."""
+    hosts = tmp_path / "hosts"
+    hosts.write_text("h1:2\nh2:2\n")
+    steps = 40
+    job = start_training(hvdrun, secret, tmp_path, ["-np", "4", "--min-np", "2", "--max-np", "4"],
+                         script_listing(tmp_path, hosts), steps,
+                         env={"ELASTIC_INIT_DELAY": "2,3:120"})
+    # h1's workers are in hvd.init() (their Join waits for slots 2 and 3).
+    time.sleep(4)
+    assert job.proc.poll() is None, job.text()
+    hosts.write_text("h1:2\n")
+    plain_agents.kill(cluster.host("h2"))
+    r = job.wait(timeout=90)
+    sizes = check_training(r, 2, steps)
+    assert set(sizes.values()) == {2}, sizes
+    assert "lost the agent on host h2" in r.stderr, r.stderr
+    left = stray_processes(cluster, plain_agents, 10)
+    assert not left, f"processes left in the namespaces: {left}"

@@ -1,6 +1,7 @@
 """hvd.torch.elastic (horovod.torch.elastic's API) under hvdrun: states that
 commit, restore and sync; run() recovering in place from a failed
-collective (restore the last commit, shutdown + init, sync from rank 0) with
+collective (restore the last commit, shutdown + init, sync from the lowest
+rank holding the highest commit, which every rank then holds) with
 the same final parameters as a run without the failure; host updates;
 ElasticSampler (Horovod's: partitions at sizes 1 to 4, resuming at a new
 size, a partial epoch committed then restored across a real reset, synced
@@ -92,6 +93,41 @@ def test_object_state_commit_restore_sync():
     assert state.epoch == 2 + hvd.rank()
     state.sync()  # rank 0's committed values everywhere
     assert state.epoch == 2 and state.note == "x"
+
+
+def test_sync_takes_the_highest_commit_and_every_rank_then_holds_it():
+    state = hvd.elastic.ObjectState(hvd.broadcast_object, hvd.rank, owner=hvd.rank())
+    state.commit()  # commit 1 on every rank
+    assert state._commit == 1
+    # As after a failure where the last rank got one commit further than the
+    # others before they failed: the sync takes its state, and its number.
+    last = hvd.size() - 1
+    if hvd.rank() == last:
+        state._commit += 1
+    state.sync()
+    assert state.owner == last and state._commit == 2
+    state.commit()
+    assert state._commit == 3  # every rank counts on from there
+
+
+def test_a_torch_state_restores_the_commit_its_sync_took():
+    # Rank 0 holds commit 4; the others are new (as replacements): after the
+    # sync they hold rank 0's commit, and a restore returns to it, not to
+    # their own first values.
+    model, opt = fresh_model()
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_(float(hvd.rank()))
+    state = hvd.elastic.TorchState(model, opt, batch=0)
+    if hvd.rank() == 0:
+        state._commit = 4
+    state.sync()
+    assert state._commit == 4
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_(99.0)
+    state.restore()
+    assert all(bool((p == 0).all()) for p in model.parameters())
 
 
 def test_hosts_updated_interrupt_resets_without_restore():

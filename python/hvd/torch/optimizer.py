@@ -7,6 +7,7 @@ passes), so communication overlaps the rest of the backward pass; step()
 waits for them (synchronize()) and then runs the wrapped optimizer.
 """
 
+import os
 import warnings
 from contextlib import contextmanager
 
@@ -19,6 +20,13 @@ from hvd.torch.compression import Compression
 from hvd.torch.functions import broadcast_object
 from hvd.torch.mpi_ops import (allreduce_async_, grouped_allreduce_async_,
                                sparse_allreduce_async, synchronize)
+
+
+def _elastic_job():
+    """True in a worker of an elastic job: hvdrun sets HVD_ELASTIC=1
+    (horovodrun HOROVOD_ELASTIC=1). Its size may grow after the optimizer
+    is built, so the optimizer needs its hooks even at size 1."""
+    return "1" in (os.environ.get("HVD_ELASTIC"), os.environ.get("HOROVOD_ELASTIC"))
 
 
 def _split_list(items, n):
@@ -96,7 +104,11 @@ class _DistributedOptimizer(torch.optim.Optimizer):
         self._p_to_group = {}
         self._group_counts = {}
 
-        if self.process_set.included() and size() > 1:
+        # At size 1 the allreduces are identities and are left out, except
+        # in an elastic job (as Horovod does): it may grow, and a worker
+        # whose optimizer has no hooks then never submits its gradients
+        # (the others wait for them until the no-progress verdict).
+        if self.process_set.included() and (size() > 1 or _elastic_job()):
             self._register_hooks()
 
     def load_state_dict(self, *args, **kwargs):

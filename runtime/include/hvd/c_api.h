@@ -35,8 +35,8 @@ extern "C" {
 
 /* The version of this C ABI (structs and functions). 1: hvd_op with
  * struct_size and stream. 2: hvd_handle_take_output, hvd_output_free.
- * 3: hvd_op.ready_event. */
-#define HVD_ABI_VERSION 3
+ * 3: hvd_op.ready_event. 4: hvd_elastic_committed. */
+#define HVD_ABI_VERSION 4
 
 /* Element types (HVD_UINT8..HVD_BOOL), reduce operations (HVD_OP_*) and
  * error codes (HVD_OK, HVD_ERR_*): hvd/codes.h, shared with the transports. */
@@ -74,6 +74,15 @@ HVD_EXPORT int hvd_cross_size(void);
 #define HVD_HOSTS_ADDED 1
 #define HVD_HOSTS_REMOVED 2
 HVD_EXPORT int hvd_elastic_host_updates(void);
+/* Elastic jobs: this worker holds commit number `commit` of its elastic
+ * state (hvd.elastic's job-wide count of State.commit(); 0: the start,
+ * nothing committed); `synced` non-zero when the sync that restarted its
+ * round gave it (not its own commit). Told to hvdrun on the next heartbeat,
+ * sent at once, without waiting for it: hvdrun says so when a round
+ * restarts below the job's last commit (docs/elastic.md, "Lost state").
+ * HVD_OK, also when not initialized or without a launcher (nothing to
+ * tell); HVD_ERR_INVALID_ARGUMENT for a negative commit. */
+HVD_EXPORT int hvd_elastic_committed(int64_t commit, int synced);
 
 /* In place over `count` elements. */
 HVD_EXPORT int hvd_allreduce(void* data, int64_t count, int dtype, int op);

@@ -4,7 +4,9 @@ Rank VICTIM kills itself with SIGKILL (or stops itself with SIGSTOP: hvdrun
 must notice the missing heartbeats; or raises an exception out of the
 training function) right after step KILL_AT's update, once (MARKER records
 that it did; VICTIM -1: nobody fails). ELASTIC_KILLS="R:S,R:S,..." in the
-environment adds more: rank R kills itself after step S, once each. With HOSTS_FILE in the environment
+environment adds more: rank R kills itself after step S, once each (with
+ELASTIC_KILLS_WAIT=1, once the spares wait, as a victim does below: ranks
+killing themselves after the same step die together). With HOSTS_FILE in the environment
 (the file a discovery script prints), rank 0 writes HOSTS_GROW into it after
 step 5, and HOSTS_SHRINK once 5 steps ran at a size above the first one. Every rank prints
 "COMMIT step size" for each step it completed, before committing it (a
@@ -23,7 +25,26 @@ With ELASTIC_SPARES_DIR (hvdrun --spares): a hot spare writes its pid into
 DIR/spare.ID before hvd.init(); a victim waits (at most 60 s) until
 ELASTIC_SPARES_WAIT such files exist (then 0.5 s more: the spare waits in
 hvd.init()) before it fails; rank 0 kills the first spare (DIR's lowest id)
-after step ELASTIC_KILL_SPARE_AT; a promoted spare prints "promoted RANK"."""
+after step ELASTIC_KILL_SPARE_AT; a promoted spare prints "promoted RANK".
+With ELASTIC_INIT_DELAY="S,S,...:SECONDS" the workers launched in those slots
+(HVD_RANK) sleep that long before hvd.init() (faults while the others wait in
+the first round).
+With ELASTIC_REPLACEMENT_STOP=MARKER the first replacement (HVD_REPLACEMENT=1)
+stops itself with SIGSTOP before hvd.init() (MARKER records that one did): a
+starting worker that hangs, which hvdrun must give up and replace; with
+ELASTIC_REPLACEMENT_SLEEP=MARKER it sleeps 600 s there instead (alive, slow).
+With ELASTIC_FAULT_DIR=DIR (tests/multihost/chaos*.py) a worker faults itself
+where a file DIR/NAME.arm says ("phase=P action=kill|stop who=W [delay=S]
+[point=joined|connected]"), once job-wide: the first worker to match renames
+it away and writes DIR/NAME.fired ("pid=.. slot=.. rank=.. t=<CLOCK_MONOTONIC>").
+Phases: init (before hvd.init(), after `delay` s; who: slot:S for a first
+worker, replacement, spare), round (the worker's next Join faults:
+HVD_TEST_FAULT=<point>:<action>; who: slot:S before the first init, else
+rank:R at a commit), commit (inside state.commit(): saved and reported, before
+its host-update collective; who: rank:R), sync (inside the sync after a reset:
+the root chosen, before the state's broadcast; who: rank:R).
+With ELASTIC_END_FILE=FILE the run ends after the step FILE names (when it
+exists and is below STEPS)."""
 
 import os
 import signal
@@ -69,12 +90,93 @@ def kill_first_spare(step):
         os.kill(pid, signal.SIGKILL)
 
 
+fault_dir = os.environ.get("ELASTIC_FAULT_DIR")
+
+
+def armed_fault(phase, rank=None):
+    """Claims and fires (or, for phase round, sets up) the fault armed in
+    ELASTIC_FAULT_DIR for `phase` and this worker, if any (docstring)."""
+    if not fault_dir:
+        return
+    me = {"replacement"} if os.environ.get("HVD_REPLACEMENT") == "1" else set()
+    if os.environ.get("HVD_SPARE"):
+        me.add("spare")
+    elif not me and rank is None:
+        me.add("slot:" + os.environ.get("HVD_RANK", "?"))
+    if rank is not None:
+        me = {f"rank:{rank}"}
+    for name in sorted(n for n in os.listdir(fault_dir) if n.endswith(".arm")):
+        path = os.path.join(fault_dir, name)
+        try:
+            with open(path) as f:
+                arm = dict(kv.split("=", 1) for kv in f.read().split())
+            if arm["phase"] != phase or arm["who"] not in me:
+                continue
+            os.rename(path, f"{path}.claimed.{os.getpid()}")
+        except (OSError, ValueError, KeyError):
+            continue  # being written, or claimed by another worker
+        time.sleep(float(arm.get("delay", 0)))
+        fired = os.path.join(fault_dir, name[:-4] + ".fired")
+        with open(fired + ".tmp", "w") as f:
+            f.write(f"pid={os.getpid()} slot={os.environ.get('HVD_RANK', '-')} "
+                    f"spare={os.environ.get('HVD_SPARE', '-')} rank={rank} t={time.monotonic()}")
+        os.replace(fired + ".tmp", fired)
+        if phase == "round":
+            os.environ["HVD_TEST_FAULT"] = f"{arm.get('point', 'joined')}:{arm['action']}"
+        else:
+            os.kill(os.getpid(), signal.SIGKILL if arm["action"] == "kill" else signal.SIGSTOP)
+        return
+
+
+armed_fault("init")
+armed_fault("round")
+
+init_delay = os.environ.get("ELASTIC_INIT_DELAY")
+if init_delay:
+    delayed, seconds = init_delay.split(":")
+    if os.environ.get("HVD_RANK") in delayed.split(","):
+        time.sleep(float(seconds))
+
+for hang in ("STOP", "SLEEP"):
+    hang_marker = os.environ.get("ELASTIC_REPLACEMENT_" + hang)
+    if hang_marker and os.environ.get("HVD_REPLACEMENT") == "1" and \
+            not os.path.exists(hang_marker):
+        open(hang_marker, "w").close()
+        if hang == "STOP":
+            os.kill(os.getpid(), signal.SIGSTOP)
+        else:
+            time.sleep(600)
+
 hvd.init()
 torch.manual_seed(7)
 model = torch.nn.Linear(4, 1).double()
 opt = hvd.DistributedOptimizer(torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9),
                                named_parameters=model.named_parameters())
 state = hvd.elastic.TorchState(model, opt, batch=0)
+if fault_dir:  # faults inside commit and sync (ELASTIC_FAULT_DIR)
+    plain_commit, plain_check, plain_sync_root = \
+        state.commit, state.check_host_updates, state.sync_root
+    in_commit = [False]
+
+    def commit():
+        in_commit[0] = True
+        try:
+            plain_commit()
+        finally:
+            in_commit[0] = False
+
+    def check_host_updates():
+        if in_commit[0]:
+            armed_fault("commit", hvd.rank())
+            armed_fault("round", hvd.rank())
+        plain_check()
+
+    def sync_root():
+        root = plain_sync_root()
+        armed_fault("sync", hvd.rank())
+        return root
+
+    state.commit, state.check_host_updates, state.sync_root = commit, check_host_updates, sync_root
 
 
 def data(rank, step):
@@ -142,10 +244,22 @@ def wait_for_full_size(state):
         state.check_host_updates()
 
 
+end_file = os.environ.get("ELASTIC_END_FILE")
+
+
+def last_step():
+    """STEPS, or fewer when ELASTIC_END_FILE names an earlier end."""
+    try:
+        with open(end_file) as f:
+            return min(steps, int(f.read()))
+    except (TypeError, OSError, ValueError):
+        return steps
+
+
 @hvd.elastic.run
 def train(state):
-    while state.batch < steps:
-        if state.batch == steps - 1:
+    while state.batch < last_step():
+        if state.batch == last_step() - 1:
             wait_for_full_size(state)
         x, y = data(hvd.rank(), state.batch)
         opt.zero_grad()
@@ -153,6 +267,8 @@ def train(state):
         opt.step()
         for r, s in kills:
             if hvd.rank() == r and state.batch == s and not os.path.exists(f"{marker}.{r}.{s}"):
+                if os.environ.get("ELASTIC_KILLS_WAIT") == "1":
+                    wait_for_spares()
                 open(f"{marker}.{r}.{s}", "w").close()
                 os.kill(os.getpid(), signal.SIGKILL)
         kill_first_spare(state.batch)

@@ -35,6 +35,9 @@ std::string render(const Action& action) {
       return "promote " + std::to_string(a.spare) + " " + std::to_string(a.slot);
     }
     std::string operator()(const StopWorker& a) const { return "stop " + std::to_string(a.slot); }
+    std::string operator()(const StopSpare& a) const {
+      return "stop spare " + std::to_string(a.spare);
+    }
     std::string operator()(const SlotLost& a) const { return "lost " + std::to_string(a.slot); }
     std::string operator()(const HostsChanged& a) const {
       std::vector<std::string> slots;
@@ -501,6 +504,139 @@ TEST_CASE("elastic machine: a lost host's spares go, its slots go to spares else
   CHECK(m.live_spares() == std::vector<int>{6, 7});
   CHECK(m.host_of(6) == "h1");
   CHECK(m.host_of(7) == "h1");
+}
+
+// --heartbeat-timeout-seconds 3, --start-timeout 30 (process_watch.h).
+Limits watched(Limits limits) {
+  limits.stopped_timeout = 3s;
+  limits.start_timeout = 30s;
+  return limits;
+}
+
+std::string stopped_for_3s(const std::string& who) {
+  return who + " has been stopped (state T in /proc) for 3 s (--heartbeat-timeout-seconds)";
+}
+
+TEST_CASE("elastic machine: a promoted spare that stays stopped is given up for the next spare",
+          "[elastic][spares][starters]") {
+  // The repro of issue 27 item 2: np 2, min 2, one spare; the spare is
+  // stopped (SIGSTOP), then a worker dies and the spare is promoted.
+  ElasticMachine m = machine(watched({2, 2, 10, 20s, 1}), {{"h1", 3}}, {"h1", "h1"});
+  CHECK(render(m.tick(t0), "spare") == Strings{"spare 2 h1"});
+  form_round(m);
+  m.spare_ready(2);
+  m.process_state(2, true, t0 + 1s);
+  Actions out = m.worker_exited(0, true, 137, killed(0, "h1"), t0 + 1100ms);
+  CHECK(render(out, "promote") == Strings{"promote 2 0"});
+  CHECK(render(out, "spare") == Strings{"spare 3 h1"});
+  CHECK(render(m.tick(t0 + 3900ms), "stop").empty());  // stopped for 2.9 s: not yet
+  out = m.tick(t0 + 4s);
+  CHECK(render(out) ==
+        Strings{"lost 0", "stop 0",
+                "say " + stopped_for_3s("rank 0 on host h1 (promoted spare 2)") +
+                    " before joining a round; giving it up: killing it to replace it"});
+  CHECK(render(m.tick(t0 + 5s), "stop").empty());  // once
+  // Its SIGKILL exit is a failed worker's: the next spare takes the slot.
+  m.spare_ready(3);
+  out = m.worker_exited(0, true, 137, killed(0, "h1"), t0 + 5s);
+  CHECK(render(out, "promote") == Strings{"promote 3 0"});
+  CHECK(m.process_of(0) == 3);
+  CHECK(m.resets() == 2);
+  // The new spare, not stopped, is not given up.
+  m.worker_joined(0);
+  CHECK(render(m.tick(t0 + 60s), "stop").empty());
+}
+
+TEST_CASE("elastic machine: a waiting spare that stays stopped is started again, never promoted",
+          "[elastic][spares][starters]") {
+  ElasticMachine m = machine(watched({2, 2, 10, 20s, 1}), {{"h1", 3}}, {"h1", "h1"});
+  m.tick(t0);
+  form_round(m);
+  m.spare_ready(2);
+  m.process_state(2, true, t0 + 1s);
+  CHECK(render(m.tick(t0 + 3s), "stop").empty());
+  Actions out = m.tick(t0 + 4s);
+  CHECK(render(out) == Strings{"stop spare 2",
+                               "say " + stopped_for_3s("hot spare 2 on host h1") +
+                                   "; giving it up: killing it to start another (reset 1 of 10)",
+                               "spare 3 h1", "say started hot spare 3 on host h1"});
+  CHECK(m.live_spares() == std::vector<int>{3});
+  // A worker that fails now gets spare 3 (still starting), not the stopped one.
+  out = m.worker_exited(1, true, 137, killed(1, "h1"), t0 + 5s);
+  CHECK(render(out, "promote") == Strings{"promote 3 1"});
+  // The stopped spare's SIGKILL exit changes nothing more.
+  CHECK(m.spare_exited(2, true, 137, "hot spare 2 on host h1 was killed by signal 9 (SIGKILL)",
+                       t0 + 5s)
+            .empty());
+  CHECK(m.resets() == 2);
+}
+
+TEST_CASE("elastic machine: a stopped replacement is given up, one that runs again is not",
+          "[elastic][starters]") {
+  ElasticMachine m = machine(watched({1, 2, 10, 600s}), {{"h1", 2}}, {"h1", "h1"});
+  form_round(m);
+  CHECK(render(m.worker_exited(1, true, 137, killed(1, "h1"), t0), "start") ==
+        Strings{"start 1 h1 replacement"});
+  m.tick(t0);
+  m.process_state(1, true, t0 + 1s);
+  m.process_state(1, false, t0 + 3s);  // SIGCONT before the timeout
+  CHECK(render(m.tick(t0 + 5s), "stop").empty());
+  m.process_state(1, true, t0 + 6s);
+  m.process_state(1, true, t0 + 7s);  // still stopped: the time counts from 6 s
+  CHECK(render(m.tick(t0 + 8900ms), "stop").empty());
+  CHECK(render(m.tick(t0 + 9s), "say") ==
+        Strings{"say " + stopped_for_3s("rank 1 on host h1 (a replacement)") +
+                " before joining a round; giving it up: killing it to replace it"});
+  CHECK(render(m.worker_exited(1, true, 137, killed(1, "h1"), t0 + 9s), "start") ==
+        Strings{"start 1 h1 replacement"});
+  // The next replacement of slot 1 is watched afresh: not given up at once.
+  m.tick(t0 + 9s);
+  CHECK(render(m.tick(t0 + 20s), "stop").empty());
+  // A member is the heartbeats' (worker_silent), not this watch's.
+  m.worker_joined(1);
+  m.process_state(1, true, t0 + 21s);
+  CHECK(render(m.tick(t0 + 30s), "stop").empty());
+}
+
+TEST_CASE("elastic machine: a running replacement is given up only at --start-timeout",
+          "[elastic][starters]") {
+  ElasticMachine m = machine(watched({1, 3, 10, 600s}), {{"h1", 3}}, {"h1", "h1", "h1"});
+  form_round(m);
+  m.worker_exited(1, true, 137, killed(1, "h1"), t0);
+  m.worker_exited(2, true, 137, killed(2, "h1"), t0);
+  m.tick(t0);
+  m.worker_arrived(2);  // in hvd.init(), waiting for its round: never given up for time
+  CHECK(render(m.tick(t0 + 29s), "stop").empty());  // slow is not dead
+  CHECK(render(m.tick(t0 + 30s)) ==
+        Strings{"lost 1", "stop 1",
+                "say rank 1 on host h1 (a replacement) has not reached hvd.init() within 30 s "
+                "(--start-timeout) of its start; giving it up: killing it to replace it"});
+  CHECK(render(m.tick(t0 + 600s), "stop").empty());
+  // The first workers are the first round's start timeout's.
+  ElasticMachine first = machine(watched({1, 2, 10, 600s}), {{"h1", 2}}, {"h1", "h1"});
+  CHECK(render(first.tick(t0 + 100s), "stop").empty());
+  first.process_state(0, true, t0 + 100s);  // but a stopped one is given up
+  CHECK(render(first.tick(t0 + 103s), "stop") == Strings{"stop 0"});
+}
+
+TEST_CASE("elastic machine: a spare that does not reach hvd.init() in time is started again",
+          "[elastic][spares][starters]") {
+  ElasticMachine m = machine(watched({1, 2, 10, 600s, 2}), {{"h1", 2}}, {"h1", "h1"});
+  CHECK(render(m.tick(t0), "spare") == Strings{"spare 2 h1", "spare 3 h1"});
+  form_round(m);
+  m.spare_ready(3);
+  Actions out = m.tick(t0 + 30s);
+  CHECK(render(out) ==
+        Strings{"stop spare 2",
+                "say hot spare 2 on host h1 has not reached hvd.init() within 30 s "
+                "(--start-timeout) of its start; giving it up: killing it to start another "
+                "(reset 1 of 10)",
+                "spare 4 h1", "say started hot spare 4 on host h1"});
+  // Without limits (0) nothing is given up.
+  ElasticMachine off = machine({1, 2, 10, 600s, 1}, {{"h1", 2}}, {"h1", "h1"});
+  off.tick(t0);
+  off.process_state(2, true, t0);
+  CHECK(render(off.tick(t0 + 1h), "stop").empty());
 }
 
 }  // namespace hvd::launcher::elastic

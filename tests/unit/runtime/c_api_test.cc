@@ -46,6 +46,17 @@ TEST_CASE("c api: calls before init", "[c_api]") {
   CHECK(hvd_allreduce(&x, 1, HVD_INT32, HVD_OP_SUM) == HVD_ERR_FAILED_PRECONDITION);
   CHECK(std::string(hvd_last_error()) == "hvd is not initialized: call hvd_init() first");
   CHECK(hvd_barrier() == HVD_ERR_FAILED_PRECONDITION);
+  CHECK(hvd_elastic_committed(3, 0) == HVD_OK);  // nothing to tell
+}
+
+TEST_CASE("c api: hvd_elastic_committed outside a launched job", "[c_api]") {
+  clear_environment();
+  ShutdownAfter cleanup;
+  REQUIRE(hvd_init() == HVD_OK);
+  CHECK(hvd_elastic_committed(0, 1) == HVD_OK);  // no rendezvous: nobody to tell
+  CHECK(hvd_elastic_committed(12, 0) == HVD_OK);
+  CHECK(hvd_elastic_committed(-1, 0) == HVD_ERR_INVALID_ARGUMENT);
+  CHECK(std::string(hvd_last_error()) == "hvd_elastic_committed: commit -1 is negative");
 }
 
 TEST_CASE("c api: a world of one", "[c_api]") {

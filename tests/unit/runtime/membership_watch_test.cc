@@ -88,10 +88,16 @@ TEST_CASE("membership watch: a newcomer waiting, hosts added and members removed
   });
   CHECK(wait_updates(watch, MembershipWatch::kAdded) == MembershipWatch::kAdded);
 
-  // A watch opened now is told at once that a worker waits.
-  MembershipWatch late(client, 0, 0, removals.callback());
-  CHECK(wait_updates(late, MembershipWatch::kAdded) == MembershipWatch::kAdded);
+  // A watch opened now is told at once that a worker waits, and that slot
+  // 1 of its round was lost before it watched (issue 27: its collectives
+  // cannot complete).
+  Removals late_removals;
+  MembershipWatch late(client, 0, 0, late_removals.callback());
+  CHECK(wait_updates(late, MembershipWatch::kAdded | MembershipWatch::kRemoved) ==
+        (MembershipWatch::kAdded | MembershipWatch::kRemoved));
   late.stop();
+  REQUIRE(late_removals.get().size() == 1);
+  CHECK(late_removals.get()[0].message() == "slot(s) 1 of rendezvous round 0 left the job");
   CHECK(removals.get().empty());
 
   // Host h0 is lost: slot 0, a member of round 0, is removed.
@@ -122,13 +128,18 @@ TEST_CASE("membership watch: events of an earlier round and removals of non-memb
   MembershipWatch watch(client, 0, 1, removals.callback());  // as if in round 1 already
   wait_watchers(job, 1);
   job.service.hosts_changed({}, {"h1"}, {1});                // round 0's slot 1
-  MembershipWatch member(client, 0, 0, removals.callback());
+  // A member of round 0 that watches from now on is told of slot 1 at once
+  // (once), but not of slot 7, no member.
+  Removals member_removals;
+  MembershipWatch member(client, 0, 0, member_removals.callback());
   wait_watchers(job, 2);
+  CHECK(wait_updates(member, MembershipWatch::kRemoved) == MembershipWatch::kRemoved);
   job.service.hosts_changed({}, {"h9"}, {7});  // no member of round 0
   CHECK(wait_updates(member, MembershipWatch::kRemoved) == MembershipWatch::kRemoved);
   std::this_thread::sleep_for(100ms);
   CHECK(watch.take_updates() == 0);
   CHECK(removals.get().empty());
+  CHECK(member_removals.get().size() == 1);
 }
 
 TEST_CASE("membership watch: stop is prompt while the service is unreachable", "[membership]") {

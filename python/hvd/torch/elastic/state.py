@@ -107,6 +107,8 @@ class TorchState(ObjectState):
         root = self.sync_root()
         for handler in self._handlers.values():
             handler.sync(root)
+            if self._took_commit:
+                handler.save()  # it holds that commit now: a restore returns to it
         self._sync_attrs(root)
 
     def __setattr__(self, name, value):

@@ -62,6 +62,33 @@ TEST_CASE("JobEvents streams queued events and ends after the last exit") {
   CHECK(seen[3].exit().pid() == 101);
 }
 
+TEST_CASE("JobEvents streams a worker's stops and continues as state events") {
+  JobEvents events(1);
+  ProcessEvent stopped;
+  stopped.kind = ProcessEvent::Kind::kState;
+  stopped.rank = 3;
+  stopped.pid = 103;
+  stopped.stopped = true;
+  events.push(stopped);
+  stopped.stopped = false;
+  events.push(stopped);
+  events.push(exit_event(3, 0));
+  std::vector<v1::WatchEvent> seen;
+  CHECK(events.watch([&](const v1::WatchEvent& e) {
+                       seen.push_back(e);
+                       return true;
+                     },
+                     never_cancelled)
+            .ok());
+  REQUIRE(seen.size() == 3);
+  REQUIRE(seen[0].has_state());
+  CHECK(seen[0].state().rank() == 3);
+  CHECK(seen[0].state().pid() == 103);
+  CHECK(seen[0].state().state() == v1::ProcessState::STOPPED);
+  CHECK(seen[1].state().state() == v1::ProcessState::RUNNING);
+  CHECK(seen[2].has_exit());  // a state event is no exit: the stream went on
+}
+
 TEST_CASE("JobEvents keeps an event whose write failed, and allows one watcher at a time") {
   JobEvents events(1);
   events.push(output(0, "first"));

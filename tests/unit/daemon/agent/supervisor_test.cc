@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <thread>
+#include <vector>
 
 #include "daemon/agent/supervisor.h"
 #include "tests/unit/daemon/test_util.h"
@@ -92,6 +94,34 @@ TEST_CASE("Supervisor delivers all output of a process before its exit event") {
   CHECK(events[2999].text == "line2999");
   CHECK(events[3000].text == "no newline");
   CHECK(events.back().pid == pid);
+}
+
+TEST_CASE("Supervisor says when a process stops and when it runs again") {
+  EventLog log;
+  Supervisor sup(log.sink());
+  const int64_t pid = spawn_ok(sup, spec_of({"sleep", "30"}, 4));
+  auto states = [&] {
+    std::vector<bool> out;
+    for (const auto& e : log.events()) {
+      if (e.kind == ProcessEvent::Kind::kState && e.pid == pid && e.rank == 4) {
+        out.push_back(e.stopped);
+      }
+    }
+    return out;
+  };
+  std::this_thread::sleep_for(Supervisor::kStateSample * 3);
+  CHECK(states().empty());  // it runs from the start: no event
+  ::kill(static_cast<pid_t>(pid), SIGSTOP);
+  CHECK(eventually([&] { return states() == std::vector<bool>{true}; }, 3000ms));
+  ::kill(static_cast<pid_t>(pid), SIGCONT);
+  CHECK(eventually([&] { return states() == std::vector<bool>{true, false}; }, 3000ms));
+  ::kill(static_cast<pid_t>(pid), SIGSTOP);
+  CHECK(eventually([&] { return states() == std::vector<bool>{true, false, true}; }, 3000ms));
+  ::kill(static_cast<pid_t>(pid), SIGKILL);  // a stopped process dies of SIGKILL
+  REQUIRE(log.wait_exits(1));
+  const auto events = log.events();
+  CHECK(events.back().kind == ProcessEvent::Kind::kExit);  // its states came before its exit
+  CHECK(events.back().signal == SIGKILL);
 }
 
 TEST_CASE("Supervisor splits lines longer than 64 KiB") {

@@ -137,4 +137,89 @@ TEST_CASE("elastic rounds: losing slots says which were members of the round", "
   CHECK(world(s0).size == 1);
 }
 
+TEST_CASE("elastic rounds: a worker lost before the first round does not hold it up",
+          "[elastic]") {
+  // Issue 27 item 1: 4 launched, min 2; the host of slots 2 and 3 is lost
+  // while slots 0 and 1 wait in the first Join.
+  ElasticRounds e(4, 2);
+  auto a = join_async(e, 0, 0, "h1");
+  auto b = join_async(e, 1, 1, "h1");
+  std::this_thread::sleep_for(50ms);
+  CHECK(a.wait_for(0ms) != std::future_status::ready);
+  auto forming = e.forming();
+  REQUIRE(forming);
+  CHECK(forming->round == 0);
+  CHECK(forming->joined == std::vector<int>{0, 1});
+  CHECK(forming->missing == std::vector<int>{2, 3});
+  auto removal = e.lost(std::vector<int>{2, 3});
+  CHECK(removal.round == -1);
+  CHECK(removal.members == std::vector<int>{2, 3});
+  JoinResult w0 = world(a), w1 = world(b);
+  CHECK(w0.round == 0);
+  CHECK(w0.size == 2);
+  CHECK(w1.rank == 1);
+  CHECK_FALSE(e.forming());
+  // Below --min-np it still waits (and names why at its deadline).
+  ElasticRounds f(3, 2);
+  auto x = join_async(f, 0, 0, "h", 300ms);
+  f.lost(std::vector<int>{1, 2});
+  REQUIRE(x.wait_for(5s) == std::future_status::ready);
+  auto alone = x.get();
+  CHECK(alone.status().code() == common::StatusCode::kTimeout);
+  CHECK_THAT(alone.status().message(),
+             Catch::Contains("fewer than the 2 workers of --min-np joined"));
+  // The first round's deadline names the launched slots that never came.
+  ElasticRounds g(3, 1);
+  auto late = g.join(0, 0, "h", 100ms, nullptr);
+  CHECK_THAT(late.status().message(), Catch::Contains("slots 1, 2 did not join"));
+}
+
+TEST_CASE("elastic rounds: forming() reports a round that holds members up, not newcomers",
+          "[elastic]") {
+  ElasticRounds e(2, 1);
+  auto a = join_async(e, 0, 0, "h");
+  auto b = join_async(e, 1, 1, "h");
+  world(a);
+  world(b);
+  CHECK_FALSE(e.forming());
+  // A newcomer waits while the round runs: no stall.
+  auto n = join_async(e, 2, -1, "h");
+  std::this_thread::sleep_for(50ms);
+  CHECK_FALSE(e.forming());
+  // A member left its round to rejoin: the round holds the job up.
+  const auto before = std::chrono::steady_clock::now();
+  auto m = join_async(e, 0, 0, "h");
+  std::optional<ElasticRounds::Forming> forming;
+  for (int i = 0; i < 200 && !forming; ++i) {
+    std::this_thread::sleep_for(10ms);
+    forming = e.forming();
+  }
+  REQUIRE(forming);
+  CHECK(forming->round == 1);
+  CHECK(forming->since >= before);
+  CHECK(forming->joined == std::vector<int>{0, 2});
+  CHECK(forming->missing == std::vector<int>{1});
+  e.lost(1);
+  CHECK(world(m).size == 2);
+  CHECK(world(n).rank == 1);
+}
+
+TEST_CASE("elastic rounds: a promoted spare lost before it joined is not waited for",
+          "[elastic]") {
+  ElasticRounds e(2, 1);
+  auto a = join_async(e, 0, 0, "h");
+  auto b = join_async(e, 1, 1, "h");
+  world(a);
+  world(b);
+  e.expect(1, 10s);  // a spare promoted into slot 1 ...
+  e.lost(1);         // ... whose predecessor is lost
+  auto s0 = join_async(e, 0, 0, "h");
+  std::this_thread::sleep_for(50ms);
+  CHECK(s0.wait_for(0ms) != std::future_status::ready);  // waits for the spare
+  const auto start = std::chrono::steady_clock::now();
+  e.lost(1);  // the spare died before its Join
+  CHECK(world(s0).size == 1);
+  CHECK(std::chrono::steady_clock::now() - start < 2s);
+}
+
 }  // namespace hvd::daemon

@@ -108,3 +108,27 @@ TEST_CASE("KvStore close wakes a waiting get with kCancelled and fails later cal
   CHECK(store.check({"a"}).status().code() == StatusCode::kCancelled);
   CHECK(store.remove("a").status().code() == StatusCode::kCancelled);
 }
+
+TEST_CASE("KvStore abort_prefix fails waiting and later gets of missing keys under it") {
+  KvStore store;
+  REQUIRE(store.set("round2/cpu/addr/0", "a").is_ok());
+  auto waiter = std::async(std::launch::async, [&] {
+    return store.get({"round2/cpu/addr/0", "round2/cpu/addr/1"}, 10000ms);
+  });
+  std::this_thread::sleep_for(50ms);
+  const auto start = std::chrono::steady_clock::now();
+  store.abort_prefix("round2/", "round 2 lost slot(s) 1");
+  REQUIRE(waiter.wait_for(2s) == std::future_status::ready);
+  CHECK(std::chrono::steady_clock::now() - start < 1s);
+  auto got = waiter.get();
+  CHECK(got.status().code() == StatusCode::kAborted);
+  CHECK(got.status().message() ==
+        "key 'round2/cpu/addr/1' will not come: round 2 lost slot(s) 1");
+  // Keys already there are served; other prefixes are untouched.
+  CHECK(store.get({"round2/cpu/addr/0"}, 100ms).is_ok());
+  CHECK(store.get({"round3/x"}, 50ms).status().code() == StatusCode::kTimeout);
+  CHECK(store.get({"round2/late"}, 5000ms).status().code() == StatusCode::kAborted);
+  // The round's clean-up forgets the abort with its keys.
+  store.remove_prefix("round2/");
+  CHECK(store.get({"round2/late"}, 50ms).status().code() == StatusCode::kTimeout);
+}

@@ -42,4 +42,22 @@ TEST_CASE("liveness: out-of-range ranks and old beats are ignored", "[liveness]"
   CHECK(l.quiet_for(0, t0 + 12s) == std::optional<Clock::duration>(2s));
 }
 
+TEST_CASE("liveness: a rank has arrived from its Join until it leaves", "[liveness]") {
+  Liveness l(2);
+  const Clock::time_point t0{};
+  CHECK_FALSE(l.has_arrived(1));
+  l.arrived(1);  // its Join came; the round has not formed yet
+  CHECK(l.has_arrived(1));
+  CHECK_FALSE(l.quiet_for(1, t0).has_value());  // not watched before its Join returns
+  CHECK(l.silent(1s, t0 + 1h).empty());
+  l.arrived(5);  // an elastic slot beyond the first world
+  CHECK(l.has_arrived(5));
+  l.left(1);  // its worker is gone: the next one arrives afresh
+  CHECK_FALSE(l.has_arrived(1));
+  l.arrived(-1);
+  l.arrived(Liveness::kMaxRanks);
+  CHECK_FALSE(l.has_arrived(-1));
+  CHECK_FALSE(l.has_arrived(Liveness::kMaxRanks));
+}
+
 }  // namespace hvd::daemon

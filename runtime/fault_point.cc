@@ -1,0 +1,82 @@
+#include "runtime/fault_point.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <charconv>
+
+#include "common/logging.h"
+
+namespace hvd::runtime {
+
+namespace {
+
+constexpr std::string_view kVariable = "HVD_TEST_FAULT";
+
+std::vector<std::string_view> split(std::string_view text, char sep) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  for (size_t i = 0; i <= text.size(); ++i) {
+    if (i == text.size() || text[i] == sep) {
+      parts.push_back(text.substr(start, i - start));
+      start = i + 1;
+    }
+  }
+  return parts;
+}
+
+bool parse_int(std::string_view text, int64_t& out) {
+  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size() && out >= 0;
+}
+
+common::Status bad(std::string_view token, std::string_view why) {
+  return common::invalid_argument(std::string(kVariable) + ": '" + std::string(token) + "' " +
+                                  std::string(why));
+}
+
+}  // namespace
+
+common::Result<FaultPoints> FaultPoints::parse(std::string_view spec) {
+  FaultPoints points;
+  if (spec.empty()) return points;
+  for (std::string_view item : split(spec, ',')) {
+    std::vector<std::string_view> fields = split(item, ':');
+    if (fields.size() < 2) return bad(item, "is not <point>:<action>[:round=N][:slot=S]");
+    Fault fault{std::string(fields[0]), std::string(fields[1])};
+    if (fault.point != "joined" && fault.point != "connected") {
+      return bad(fields[0], "is not a fault point (joined, connected)");
+    }
+    if (fault.action != "kill" && fault.action != "stop" && fault.action != "exit") {
+      return bad(fields[1], "is not a fault action (kill, stop, exit)");
+    }
+    for (size_t i = 2; i < fields.size(); ++i) {
+      std::string_view f = fields[i];
+      int64_t value = 0;
+      if (f.rfind("round=", 0) == 0 && parse_int(f.substr(6), value)) {
+        fault.round = value;
+      } else if (f.rfind("slot=", 0) == 0 && parse_int(f.substr(5), value)) {
+        fault.slot = static_cast<int>(value);
+      } else {
+        return bad(f, "is not round=N or slot=S");
+      }
+    }
+    points.faults_.push_back(std::move(fault));
+  }
+  return points;
+}
+
+void FaultPoints::reach(std::string_view point, int64_t round, int slot) const {
+  for (const Fault& f : faults_) {
+    if (f.point != point || (f.round >= 0 && f.round != round) || (f.slot >= 0 && f.slot != slot)) {
+      continue;
+    }
+    spdlog::warn("{}: {} at '{}' (round {}, slot {})", kVariable, f.action, f.point, round, slot);
+    spdlog::default_logger()->flush();
+    if (f.action == "kill") ::kill(::getpid(), SIGKILL);
+    if (f.action == "stop") ::kill(::getpid(), SIGSTOP);
+    if (f.action == "exit") ::_exit(3);
+  }
+}
+
+}  // namespace hvd::runtime

@@ -1,0 +1,48 @@
+// Fault injection for the elastic tests (tests/multihost/chaos*.py,
+// tests/integration/test_elastic*.py; docs/testing.md): a worker fails at a
+// named point of its life, so that a test can put a fault exactly into a
+// phase that timing alone hits only by chance (between its Join and its
+// transports' key exchange, say). Inert unless the environment sets
+//
+//   HVD_TEST_FAULT=<point>:<action>[:round=N][:slot=S][,<point>:...]
+//
+// <action>: kill (SIGKILL itself), stop (SIGSTOP itself: a hung process),
+// exit (_exit(3)). round/slot restrict it to that rendezvous round and that
+// slot (HVD_RANK); without them it fires wherever the point is reached. A
+// malformed value is an error of hvd_init naming it (never ignored).
+//
+// Points: "joined" (the round's Join returned; no key of this worker's is
+// written yet), "connected" (the round's CPU transport is up; the engine is
+// not started).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "common/status.h"
+
+namespace hvd::runtime {
+
+class FaultPoints {
+ public:
+  // Parses HVD_TEST_FAULT's value (empty: no faults).
+  static common::Result<FaultPoints> parse(std::string_view spec);
+
+  // Fires the fault set for `point` in `round` on `slot`, if any.
+  void reach(std::string_view point, int64_t round, int slot) const;
+
+  bool empty() const { return faults_.empty(); }
+
+ private:
+  struct Fault {
+    std::string point;
+    std::string action;
+    int64_t round = -1;  // -1: any
+    int slot = -1;       // -1: any
+  };
+  std::vector<Fault> faults_;
+};
+
+}  // namespace hvd::runtime

@@ -1,0 +1,63 @@
+#include "daemon/rendezvous/heartbeat.h"
+
+#include <catch2/catch.hpp>
+
+#include <functional>
+#include <thread>
+
+#include "daemon/rendezvous/rendezvous_service.h"
+#include "proto/grpc_server.h"
+
+using namespace std::chrono_literals;
+
+namespace hvd::runtime {
+
+namespace {
+
+constexpr char kToken[] = "job-token-for-tests";
+
+// Polls `done` for up to 5 s.
+bool soon(const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!done() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(5ms);
+  }
+  return done();
+}
+
+}  // namespace
+
+TEST_CASE("heartbeat: the commit a worker holds reaches the rendezvous's ledger at once",
+          "[heartbeat]") {
+  daemon::RendezvousService service(kToken, 1);
+  auto server = daemon::GrpcServer::start("127.0.0.1", 0, {&service});
+  REQUIRE(server.is_ok());
+  RendezvousClient client(server.value()->address(), kToken, 5s);
+  daemon::CommitLedger& ledger = service.commits();
+  {
+    // An hour between beats: only held() makes it beat again within the test.
+    Heartbeat beat(client, 0, 0, 1h);
+    beat.held({7, false});
+    CHECK(soon([&] { return ledger.highest() == 7; }));
+  }
+  // The next round restarted from the start although this worker's slot
+  // held commit 7 (its process died, another took the slot).
+  Heartbeat beat(client, 0, 1, 1h);
+  beat.held({0, true});
+  beat.held({1, false});  // the next commit, before a beat went out: the restart still goes
+  std::vector<daemon::CommitLedger::Loss> losses;
+  CHECK(soon([&] {
+    auto more = ledger.take_losses();
+    losses.insert(losses.end(), more.begin(), more.end());
+    return !losses.empty();
+  }));
+  REQUIRE(losses.size() == 1);
+  CHECK(losses[0].commit == 7);
+  CHECK(losses[0].holders == std::vector<int>{0});
+  CHECK(losses[0].restart == 0);
+  beat.stop();
+  service.close();
+  server.value()->shutdown(1000ms);
+}
+
+}  // namespace hvd::runtime
