@@ -216,8 +216,11 @@ std::optional<ElasticRounds::Forming> ElasticRounds::forming() const {
   // Only newcomers waiting is no stall: the round runs, and its members let
   // them in at their next commit (however long the user trains between two).
   std::optional<Clock::time_point> since;
+  // Every member of the last round lost: nobody trains, the newcomers'
+  // round is the job's (after every worker died at once, say).
+  const bool no_members = round_ >= 0 && lost_.size() >= members_.size();
   for (const Joiner& j : joining_) {
-    if (round_ >= 0 && !(j.prev_rank >= 0 && member_locked(j.slot))) continue;
+    if (round_ >= 0 && !no_members && !(j.prev_rank >= 0 && member_locked(j.slot))) continue;
     since = since ? std::min(*since, j.since) : j.since;
   }
   if (!since) return std::nullopt;

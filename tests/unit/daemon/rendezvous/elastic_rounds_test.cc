@@ -204,6 +204,27 @@ TEST_CASE("elastic rounds: forming() reports a round that holds members up, not 
   CHECK(world(n).rank == 1);
 }
 
+TEST_CASE("elastic rounds: with every member lost the newcomers' round holds the job up",
+          "[elastic]") {
+  ElasticRounds e(2, 2);
+  auto a = join_async(e, 0, 0, "h");
+  auto b = join_async(e, 1, 1, "h");
+  world(a);
+  world(b);
+  e.lost(std::vector<int>{0, 1});  // every worker died at once
+  auto n = join_async(e, 5, -1, "h", 300ms);
+  std::optional<ElasticRounds::Forming> forming;
+  for (int i = 0; i < 200 && !forming; ++i) {
+    std::this_thread::sleep_for(5ms);
+    forming = e.forming();
+  }
+  REQUIRE(forming);
+  CHECK(forming->round == 1);
+  CHECK(forming->joined == std::vector<int>{5});
+  CHECK(forming->missing.empty());  // it waits for --min-np workers
+  REQUIRE(n.wait_for(5s) == std::future_status::ready);
+}
+
 TEST_CASE("elastic rounds: a promoted spare lost before it joined is not waited for",
           "[elastic]") {
   ElasticRounds e(2, 1);
