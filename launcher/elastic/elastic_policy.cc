@@ -10,7 +10,6 @@
 #include "common/worker_env.h"
 #include "daemon/rendezvous/rendezvous_service.h"
 #include "launcher/elastic/discovery_poller.h"
-#include "launcher/elastic/state_loss.h"
 #include "launcher/exit_codes.h"
 #include "launcher/host_agents.h"
 #include "launcher/job_session.h"
@@ -56,6 +55,8 @@ void ElasticPolicy::launched(const std::vector<std::string>& bind_addresses) {
                 static_cast<int>(options.settings.get_int("spares"))};
   limits.stopped_timeout = heartbeat_timeout_;
   limits.start_timeout = std::chrono::seconds(options.settings.get_int("start_timeout"));
+  // Validated with the options (a usage error at start): never fails here.
+  on_state_loss_ = on_state_loss(options.settings).value();
   HostTable hosts(options.hosts, {std::chrono::seconds(e.cooldown_low),
                                   std::chrono::seconds(e.cooldown_high)});
   std::vector<std::string> initial;
@@ -182,13 +183,11 @@ void ElasticPolicy::tick(Clock::time_point now) {
   }
   // A round restarted below the job's last commit: every holder died.
   for (const daemon::CommitLedger::Loss& loss : rendezvous.commits().take_losses()) {
-    auto policy = on_state_loss(session_.options().settings);  // checked at start
-    const OnStateLoss what = policy.is_ok() ? policy.value() : OnStateLoss::kRestart;
-    if (what == OnStateLoss::kFail) {
-      session_.end_job(exit_code::kStateLost, describe_loss(loss, what));
+    if (on_state_loss_ == OnStateLoss::kFail) {
+      session_.end_job(exit_code::kStateLost, describe_loss(loss, on_state_loss_));
       return;
     }
-    std::fprintf(stderr, "hvdrun: warning: %s\n", describe_loss(loss, what).c_str());
+    std::fprintf(stderr, "hvdrun: warning: %s\n", describe_loss(loss, on_state_loss_).c_str());
     std::fflush(stderr);
   }
   carry_out(machine_->tick(now));

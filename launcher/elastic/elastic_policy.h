@@ -16,6 +16,7 @@
 #include "launcher/elastic/background_calls.h"
 #include "launcher/elastic/elastic_machine.h"
 #include "launcher/elastic/host_launcher.h"
+#include "launcher/elastic/state_loss.h"
 #include "launcher/job_policy.h"
 
 namespace hvd::launcher {
@@ -71,6 +72,7 @@ class ElasticPolicy final : public JobPolicy {
   HostLauncher hosts_;
   BackgroundCalls stops_;  // Signals stopping workers (stop_worker); joined in stop()
   std::string last_discovery_error_;
+  OnStateLoss on_state_loss_ = OnStateLoss::kRestart;  // the setting, read in launched()
 };
 
 }  // namespace hvd::launcher::elastic

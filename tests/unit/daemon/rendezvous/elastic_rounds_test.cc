@@ -27,6 +27,13 @@ JoinResult world(std::future<Result<JoinResult>>& f) {
   return r.value();
 }
 
+// Slots 0..n-1 join round 0 on host "h" (their launch order).
+void form_first_round(ElasticRounds& e, int n) {
+  std::vector<std::future<Result<JoinResult>>> joins;
+  for (int slot = 0; slot < n; ++slot) joins.push_back(join_async(e, slot, slot, "h"));
+  for (auto& j : joins) world(j);
+}
+
 // Waits until the forming round shows as waiting to `slot`.
 bool wait_waiting(const ElasticRounds& e, int slot) {
   for (int i = 0; i < 500 && !e.waiting(slot); ++i) std::this_thread::sleep_for(10ms);
@@ -98,10 +105,7 @@ TEST_CASE("elastic rounds: shrink when a worker is lost, grow when its replaceme
 TEST_CASE("elastic rounds: below min-np a round waits, and times out naming the missing",
           "[elastic]") {
   ElasticRounds e(2, 2);
-  auto a = join_async(e, 0, 0, "h");
-  auto b = join_async(e, 1, 1, "h");
-  world(a);
-  world(b);
+  form_first_round(e, 2);
   e.lost(1);
   auto alone = e.join(0, 0, "h", 200ms, nullptr);
   CHECK(alone.status().code() == common::StatusCode::kTimeout);
@@ -126,10 +130,7 @@ TEST_CASE("elastic rounds: below min-np a round waits, and times out naming the 
 
 TEST_CASE("elastic rounds: losing slots says which were members of the round", "[elastic]") {
   ElasticRounds e(2, 1);
-  auto a = join_async(e, 0, 0, "h");
-  auto b = join_async(e, 1, 1, "h");
-  world(a);
-  world(b);
+  form_first_round(e, 2);
   auto removal = e.lost(std::vector<int>{1, 5});
   CHECK(removal.round == 0);
   CHECK(removal.members == std::vector<int>{1});
@@ -177,10 +178,7 @@ TEST_CASE("elastic rounds: a worker lost before the first round does not hold it
 TEST_CASE("elastic rounds: forming() reports a round that holds members up, not newcomers",
           "[elastic]") {
   ElasticRounds e(2, 1);
-  auto a = join_async(e, 0, 0, "h");
-  auto b = join_async(e, 1, 1, "h");
-  world(a);
-  world(b);
+  form_first_round(e, 2);
   CHECK_FALSE(e.forming());
   // A newcomer waits while the round runs: no stall.
   auto n = join_async(e, 2, -1, "h");
@@ -207,10 +205,7 @@ TEST_CASE("elastic rounds: forming() reports a round that holds members up, not 
 TEST_CASE("elastic rounds: with every member lost the newcomers' round holds the job up",
           "[elastic]") {
   ElasticRounds e(2, 2);
-  auto a = join_async(e, 0, 0, "h");
-  auto b = join_async(e, 1, 1, "h");
-  world(a);
-  world(b);
+  form_first_round(e, 2);
   e.lost(std::vector<int>{0, 1});  // every worker died at once
   auto n = join_async(e, 5, -1, "h", 300ms);
   std::optional<ElasticRounds::Forming> forming;
@@ -228,10 +223,7 @@ TEST_CASE("elastic rounds: with every member lost the newcomers' round holds the
 TEST_CASE("elastic rounds: a promoted spare lost before it joined is not waited for",
           "[elastic]") {
   ElasticRounds e(2, 1);
-  auto a = join_async(e, 0, 0, "h");
-  auto b = join_async(e, 1, 1, "h");
-  world(a);
-  world(b);
+  form_first_round(e, 2);
   e.expect(1, 10s);  // a spare promoted into slot 1 ...
   e.lost(1);         // ... whose predecessor is lost
   auto s0 = join_async(e, 0, 0, "h");
