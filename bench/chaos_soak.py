@@ -62,7 +62,11 @@ def main():
     p.add_argument("--load", type=int, default=2, help="busy processes beside each job")
     p.add_argument("--logs", default=None, help="where failed jobs' output goes "
                    "(default a new directory under /tmp)")
+    p.add_argument("--log-level", default=None, help="HVD_LOG_LEVEL of hvdrun and the workers "
+                   "(info: each Join, round and recovery in a failed job's log)")
     args = p.parse_args()
+    if args.log_level:
+        os.environ["HVD_LOG_LEVEL"] = args.log_level
 
     build = pathlib.Path(args.build).resolve()
     os.environ["HVD_BUILD_DIR"] = str(build)

@@ -42,10 +42,12 @@ common::Result<FaultPoints> FaultPoints::parse(std::string_view spec) {
   if (spec.empty()) return points;
   for (std::string_view item : split(spec, ',')) {
     std::vector<std::string_view> fields = split(item, ':');
-    if (fields.size() < 2) return bad(item, "is not <point>:<action>[:round=N][:slot=S]");
-    Fault fault{std::string(fields[0]), std::string(fields[1])};
-    if (fault.point != "joined" && fault.point != "connected") {
-      return bad(fields[0], "is not a fault point (joined, connected)");
+    if (fields.size() < 2) return bad(item, "is not <point>:<action>[:round=N][:slot=S][:key=K]");
+    Fault fault;
+    fault.point = std::string(fields[0]);
+    fault.action = std::string(fields[1]);
+    if (fault.point != "joined" && fault.point != "keys" && fault.point != "connected") {
+      return bad(fields[0], "is not a fault point (joined, keys, connected)");
     }
     if (fault.action != "kill" && fault.action != "stop" && fault.action != "exit") {
       return bad(fields[1], "is not a fault action (kill, stop, exit)");
@@ -57,8 +59,11 @@ common::Result<FaultPoints> FaultPoints::parse(std::string_view spec) {
         fault.round = value;
       } else if (f.rfind("slot=", 0) == 0 && parse_int(f.substr(5), value)) {
         fault.slot = static_cast<int>(value);
+      } else if (f.rfind("key=", 0) == 0 && f.size() > 4 && fault.point == "keys") {
+        fault.key = "/" + std::string(f.substr(4));
       } else {
-        return bad(f, "is not round=N or slot=S");
+        return bad(f, fault.point == "keys" ? "is not round=N, slot=S or key=K"
+                                            : "is not round=N or slot=S");
       }
     }
     points.faults_.push_back(std::move(fault));
@@ -66,12 +71,15 @@ common::Result<FaultPoints> FaultPoints::parse(std::string_view spec) {
   return points;
 }
 
-void FaultPoints::reach(std::string_view point, int64_t round, int slot) const {
+void FaultPoints::reach(std::string_view point, int64_t round, int slot,
+                        std::string_view key) const {
   for (const Fault& f : faults_) {
-    if (f.point != point || (f.round >= 0 && f.round != round) || (f.slot >= 0 && f.slot != slot)) {
+    if (f.point != point || (f.round >= 0 && f.round != round) || (f.slot >= 0 && f.slot != slot) ||
+        (!f.key.empty() && !key.ends_with(f.key))) {
       continue;
     }
-    spdlog::warn("{}: {} at '{}' (round {}, slot {})", kVariable, f.action, f.point, round, slot);
+    spdlog::warn("{}: {} at '{}' (round {}, slot {}{}{})", kVariable, f.action, f.point, round,
+                 slot, key.empty() ? "" : ", key ", key);
     spdlog::default_logger()->flush();
     if (f.action == "kill") ::kill(::getpid(), SIGKILL);
     if (f.action == "stop") ::kill(::getpid(), SIGSTOP);

@@ -4,16 +4,19 @@
 // phase that timing alone hits only by chance (between its Join and its
 // transports' key exchange, say). Inert unless the environment sets
 //
-//   HVD_TEST_FAULT=<point>:<action>[:round=N][:slot=S][,<point>:...]
+//   HVD_TEST_FAULT=<point>:<action>[:round=N][:slot=S][:key=K][,<point>:...]
 //
 // <action>: kill (SIGKILL itself), stop (SIGSTOP itself: a hung process),
 // exit (_exit(3)). round/slot restrict it to that rendezvous round and that
-// slot (HVD_RANK); without them it fires wherever the point is reached. A
+// slot (HVD_RANK), key (point "keys" only) to a key whose name ends with
+// "/K" ("cpu/3": gloo's address key of rank 3 in the round's CPU world);
+// without them it fires wherever the point is reached. A
 // malformed value is an error of hvd_init naming it (never ignored).
 //
 // Points: "joined" (the round's Join returned; no key of this worker's is
-// written yet), "connected" (the round's CPU transport is up; the engine is
-// not started).
+// written yet), "keys" (a transport of this worker wrote a key, its address
+// say, and has not connected yet: runtime/fault_store.h), "connected" (the
+// round's CPU transport is up; the engine is not started).
 #pragma once
 
 #include <cstdint>
@@ -30,8 +33,9 @@ class FaultPoints {
   // Parses HVD_TEST_FAULT's value (empty: no faults).
   static common::Result<FaultPoints> parse(std::string_view spec);
 
-  // Fires the fault set for `point` in `round` on `slot`, if any.
-  void reach(std::string_view point, int64_t round, int slot) const;
+  // Fires the fault set for `point` in `round` on `slot` (at `key`, for
+  // the point "keys"), if any.
+  void reach(std::string_view point, int64_t round, int slot, std::string_view key = {}) const;
 
   bool empty() const { return faults_.empty(); }
 
@@ -41,6 +45,7 @@ class FaultPoints {
     std::string action;
     int64_t round = -1;  // -1: any
     int slot = -1;       // -1: any
+    std::string key;     // empty: any
   };
   std::vector<Fault> faults_;
 };

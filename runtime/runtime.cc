@@ -87,7 +87,7 @@ transports::TransportContext Runtime::context_for(const std::string& key_prefix,
   transports::TransportContext context;
   context.rank = rank;
   context.size = size;
-  context.store = rendezvous_.get();
+  context.store = fault_store_ ? static_cast<common::Store*>(fault_store_.get()) : rendezvous_.get();
   context.key_prefix = key_prefix;
   context.bind_address = world_.bind_address;
   context.host = world_.host;
@@ -101,10 +101,23 @@ transports::TransportContext Runtime::context_for(const std::string& key_prefix,
   return context;
 }
 
-Result<std::unique_ptr<transports::Transport>> Runtime::connect(const std::string& key_prefix,
-                                                                int rank, int size) const {
-  return registry_.create(transports::DeviceKind::kCpu, settings_.get("cpu_transport"),
-                          context_for(key_prefix, rank, size));
+Result<std::unique_ptr<transports::Transport>> Runtime::connect(
+    const std::string& key_prefix, int rank, int size,
+    std::shared_ptr<transports::ConnectAbort> abort) const {
+  auto context = context_for(key_prefix, rank, size);
+  context.abort = std::move(abort);
+  return registry_.create(transports::DeviceKind::kCpu, settings_.get("cpu_transport"), context);
+}
+
+void Runtime::members_removed(const Status& why) {
+  {
+    std::lock_guard lock(connecting_mu_);
+    if (connecting_) {
+      connecting_->fire(why);
+      return;
+    }
+  }
+  abort(why);
 }
 
 std::shared_ptr<engine::SetEngine> Runtime::make_engine(
@@ -171,6 +184,9 @@ Status Runtime::join() {
     join_timeout = std::max(join_timeout,
                             seconds_setting(settings_, "elastic_timeout") + kElasticJoinSlack);
   }
+  if (!faults_.empty()) {
+    fault_store_ = std::make_unique<FaultStore>(*rendezvous_, faults_, round_, slot_);
+  }
   if (world_.spare >= 0) HVD_RETURN_IF_ERROR(await_promotion());
   // Elastic jobs: HVD_RANK is the slot; the round places the worker after
   // its rank in the last round it was in (its slot the first time, unless
@@ -236,7 +252,25 @@ Result<std::unique_ptr<transports::Transport>> Runtime::join_and_connect() {
   const auto deadline = std::chrono::steady_clock::now() +
                         seconds_setting(settings_, "elastic_timeout") + kElasticJoinSlack;
   for (;;) {
-    auto cpu = connect(daemon::round_key_prefix(round_) + "cpu/", world_.rank, world_.size);
+    auto abort = std::make_shared<transports::ConnectAbort>();
+    if (world_.elastic) {
+      // A member of the round lost while the transports connect ends the
+      // connect now: it would wait for the dead peer up to the transport
+      // timeout. From the connect on, a loss aborts the world (abort()).
+      std::lock_guard lock(connecting_mu_);
+      connecting_ = abort;
+    }
+    if (world_.elastic) {
+      membership_watch_.reset();  // the last round's, if any
+      membership_watch_ = std::make_unique<MembershipWatch>(
+          *rendezvous_, slot_, round_, [this](const Status& why) { members_removed(why); });
+    }
+    auto cpu = connect(daemon::round_key_prefix(round_) + "cpu/", world_.rank, world_.size, abort);
+    {
+      std::lock_guard lock(connecting_mu_);
+      connecting_.reset();
+    }
+    if (cpu.is_ok() && abort->fired()) cpu = abort->reason();  // connected a lost round
     if (cpu.is_ok()) faults_.reach("connected", round_, slot_);
     if (cpu.is_ok() || !world_.elastic) return cpu;
     // A member of this round died before its transports were up (the
@@ -292,12 +326,9 @@ Status Runtime::start(int64_t generation) {
   global->engine =
       make_engine(global->id, global->ranks, global->rank, key_prefix, std::move(cpu).value());
   sets_.add(std::move(global));
-  if (world_.elastic && rendezvous_) {
-    // Membership changes from now on; when members of this round are
-    // removed, its collectives fail at once (the engine exists to hear it).
-    membership_watch_ = std::make_unique<MembershipWatch>(
-        *rendezvous_, slot_, round_, [this](const Status& why) { abort(why); });
-  }
+  // Members of the round removed between the connect and the engine: the
+  // world is aborted already (members_removed); its engine hears it now.
+  if (abort_.aborted()) engine::abort_sets(sets_.all(), abort_.reason());
 
   if (std::string path = settings_.get("timeline_filename"); !path.empty()) {
     if (generation > 0) path += "." + std::to_string(generation);
@@ -332,6 +363,7 @@ void Runtime::shutdown() {
     foreign_->finish(joined_, started_);
     foreign_.reset();
   }
+  fault_store_.reset();
   rendezvous_.reset();  // the stopped watch (kept: host_updates() may read it) no longer uses it
 }
 

@@ -33,6 +33,7 @@
 #include "runtime/engine/active_timeline.h"
 #include "runtime/engine/world_abort.h"
 #include "runtime/fault_point.h"
+#include "runtime/fault_store.h"
 #include "runtime/gpu_transport.h"
 #include "daemon/rendezvous/heartbeat.h"
 #include "daemon/rendezvous/membership_watch.h"
@@ -130,9 +131,15 @@ class Runtime {
   std::optional<std::string> round_lost() const;
   transports::TransportContext context_for(const std::string& key_prefix, int rank,
                                            int size) const;
-  // The CPU transport of a world (the set of `key_prefix`).
-  Result<std::unique_ptr<transports::Transport>> connect(const std::string& key_prefix, int rank,
-                                                         int size) const;
+  // The CPU transport of a world (the set of `key_prefix`); `abort`, when
+  // given, ends the connect early.
+  Result<std::unique_ptr<transports::Transport>> connect(
+      const std::string& key_prefix, int rank, int size,
+      std::shared_ptr<transports::ConnectAbort> abort = nullptr) const;
+  // Elastic jobs, from the membership watch: members of this worker's round
+  // were removed. Ends the round's connect when one is in progress, else
+  // abort()s the world.
+  void members_removed(const common::Status& why);
   // `key_prefix` is the set's, as given to connect(): its GPU transport, if
   // it has device ops, connects under key_prefix + "gpu/".
   std::shared_ptr<engine::SetEngine> make_engine(int32_t id, const std::vector<int>& ranks,
@@ -162,10 +169,14 @@ class Runtime {
   bool joined_ = false;                           // start() got through the join
   bool started_ = false;                          // start() completed
   std::unique_ptr<RendezvousClient> rendezvous_;  // null in a world of one without a launcher
+  std::unique_ptr<FaultStore> fault_store_;       // over rendezvous_ when HVD_TEST_FAULT is set
   std::unique_ptr<Heartbeat> heartbeat_;          // from the join to shutdown (with a rendezvous)
-  // Elastic jobs: watching from the start of the global set's engine to
-  // shutdown (stopped there; destroyed with the Runtime).
+  // Elastic jobs: watching this worker's round from its join to shutdown
+  // (stopped there; destroyed with the Runtime; replaced when the worker
+  // joins another round in start()).
   std::unique_ptr<MembershipWatch> membership_watch_;
+  std::mutex connecting_mu_;
+  std::shared_ptr<transports::ConnectAbort> connecting_;  // while the round's transports connect
   // Elastic jobs: this process's rank in the last round it joined, across
   // shutdown/init (-1: none yet).
   static inline std::atomic<int> last_elastic_rank_{-1};

@@ -17,6 +17,7 @@
 #include "common/placement.h"
 #include "common/status.h"
 #include "common/store.h"
+#include "transports/connect_abort.h"
 #include "transports/device_work.h"
 #include "transports/transport.h"
 
@@ -68,6 +69,9 @@ struct TransportContext : common::Placement {
   std::string bind_address = "127.0.0.1";  // local address to listen on
   std::chrono::milliseconds timeout{30000};
   int device = -1;                   // the device ordinal (-1: none)
+  // Fired when the world is lost before it connected (an elastic round's
+  // member died): the connect ends then, not at `timeout`. May be null.
+  std::shared_ptr<ConnectAbort> abort;
 };
 
 using TransportFactory =

@@ -97,6 +97,27 @@ def test_a_member_lost_before_it_wrote_its_keys_does_not_stall_the_round(hvdrun,
     assert took < 40, f"the survivors waited for the transport timeout: {took:.1f} s"
 
 
+def test_a_member_hung_after_it_published_its_address_does_not_stall_the_round(hvdrun, tmp_path):
+    # Slot 3 stops (SIGSTOP) right after its gloo transport published its
+    # address for round 0, before it connected to anyone. It listens on
+    # 127.0.0.2, so in each of its gloo pairs it is the side that connects
+    # and the others wait for it: for 5x the transport timeout in gloo's own
+    # connect (150 s here). Now the heartbeat verdict (2 s) marks round 0
+    # lost, the membership watch ends their connect at once, and round 1
+    # forms in place.
+    start = time.monotonic()
+    r = train(hvdrun, tmp_path, -1, 0, np=("-np", "4", "--min-np", "2", "--max-np", "4"), full=4,
+              extra=("--elastic-timeout", "30"),
+              env={"HVD_TEST_FAULT": "keys:stop:round=0:slot=3:key=cpu/3", "HVD_CPU_TRANSPORT": "gloo",
+                   "ELASTIC_BIND": "3:127.0.0.2",
+                   "HVD_TRANSPORT_TIMEOUT_SECONDS": "30"})
+    took = time.monotonic() - start
+    check_run(r, ranks=4)
+    assert "rank 3 on host localhost stopped responding" in r.stderr, r.stderr
+    assert "timed out" not in r.stderr, r.stderr
+    assert took < 45, f"the survivors waited for the dead peer to connect: {took:.1f} s"
+
+
 def test_a_second_fault_during_a_recovery(hvdrun, tmp_path):
     # Rank 1 is killed at step 3; slot 0, rejoining without it, dies right
     # after its Join of round 1 (before its keys exist): slot 2 joins round 2

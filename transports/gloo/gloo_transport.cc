@@ -6,7 +6,6 @@
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
-#include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/hash_store.h>
 #include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
@@ -19,6 +18,7 @@
 #include <csignal>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -28,6 +28,7 @@
 
 #include "transports/argument_checks.h"
 #include "transports/gloo/factory.h"
+#include "transports/gloo/mesh_context.h"
 #include "transports/gloo/pair_abort.h"
 #include "transports/gloo/store_adapter.h"
 #include "transports/reduce_functions.h"
@@ -169,29 +170,25 @@ Result<std::unique_ptr<Transport>> GlooTransport::connect(const TransportContext
     return common::invalid_argument("gloo transport: " + where(ctx.rank, ctx.size) +
                                     " cannot listen on '" + ctx.bind_address + "': " + e.what());
   }
-  auto context = std::make_shared<::gloo::rendezvous::Context>(ctx.rank, ctx.size);
+  auto context = std::make_shared<MeshContext>(ctx.rank, ctx.size);
   context->setTimeout(ctx.timeout);
-  if (ctx.size == 1) {
-    // Nobody to find: a private in-memory store is enough.
-    ::gloo::rendezvous::HashStore local;
-    try {
-      context->connectFullMesh(local, device);
-    } catch (const std::exception& e) {
-      return common::internal_error("gloo transport: rank 0 of 1 cannot set up: " +
-                                    std::string(e.what()));
+  // Nobody to find at size 1: a private in-memory store is enough.
+  ::gloo::rendezvous::HashStore local;
+  std::optional<StoreAdapter> shared;
+  if (ctx.size > 1) shared.emplace(*ctx.store, ctx.key_prefix, ctx.timeout);
+  ::gloo::rendezvous::Store& store =
+      shared ? static_cast<::gloo::rendezvous::Store&>(*shared) : local;
+  const std::string failed =
+      "gloo transport: " + where(ctx.rank, ctx.size) + " could not connect to its peers";
+  try {
+    auto connected = context->connect(store, device, ctx.timeout, ctx.abort.get());
+    if (!connected.is_ok()) return connected.with_context(failed);
+  } catch (const std::exception& e) {
+    if (ctx.abort && ctx.abort->fired()) {
+      return ctx.abort->reason().with_context(failed);
     }
-  } else {
-    StoreAdapter store(*ctx.store, ctx.key_prefix, ctx.timeout);
-    try {
-      context->connectFullMesh(store, device);
-    } catch (const std::exception& e) {
-      std::string message = "gloo transport: " + where(ctx.rank, ctx.size) +
-                            " could not connect to its peers: ";
-      if (!store.first_error().is_ok()) {
-        return common::Status(store.first_error().code(), message + store.first_error().message());
-      }
-      return common::Status(io_error_code(e.what()), message + e.what());
-    }
+    if (shared && !shared->first_error().is_ok()) return shared->first_error().with_context(failed);
+    return common::Status(io_error_code(e.what()), failed + ": " + e.what());
   }
   spdlog::debug("gloo transport: {} connected (key prefix '{}', listening on {})",
                 where(ctx.rank, ctx.size), ctx.key_prefix, ctx.bind_address);

@@ -205,6 +205,11 @@ common::Result<Segment> join_segment(const TransportContext& c, size_t staging_b
   while (true) {
     uint32_t seen = bell.load(std::memory_order_seq_cst);
     if (attached.load(std::memory_order_seq_cst) > everyone) break;
+    if (c.abort && c.abort->fired()) {
+      if (!name.empty()) Segment::unlink(name);
+      return c.abort->reason().with_context("shm transport: " + where(c.rank, c.size) +
+                                            " stopped waiting for its peers to attach");
+    }
     auto now = Clock::now();
     if (now >= deadline) {
       if (!name.empty()) Segment::unlink(name);

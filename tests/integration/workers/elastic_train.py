@@ -29,6 +29,9 @@ after step ELASTIC_KILL_SPARE_AT; a promoted spare prints "promoted RANK".
 With ELASTIC_INIT_DELAY="S,S,...:SECONDS" the workers launched in those slots
 (HVD_RANK) sleep that long before hvd.init() (faults while the others wait in
 the first round).
+With ELASTIC_BIND="S,S,...:ADDRESS" the workers launched in those slots listen
+on ADDRESS (HVD_BIND_ADDRESS; 127.0.0.2 sorts after the others' 127.0.0.1, so
+in gloo's pairs with them they are the connecting side).
 With ELASTIC_REPLACEMENT_STOP=MARKER the first replacement (HVD_REPLACEMENT=1)
 stops itself with SIGSTOP before hvd.init() (MARKER records that one did): a
 starting worker that hangs, which hvdrun must give up and replace; with
@@ -136,6 +139,12 @@ if init_delay:
     delayed, seconds = init_delay.split(":")
     if os.environ.get("HVD_RANK") in delayed.split(","):
         time.sleep(float(seconds))
+
+bind = os.environ.get("ELASTIC_BIND")
+if bind:
+    bound, address = bind.split(":")
+    if os.environ.get("HVD_RANK") in bound.split(",") and not os.environ.get("HVD_REPLACEMENT"):
+        os.environ["HVD_BIND_ADDRESS"] = address
 
 for hang in ("STOP", "SLEEP"):
     hang_marker = os.environ.get("ELASTIC_REPLACEMENT_" + hang)
