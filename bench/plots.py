@@ -43,7 +43,7 @@ def unavailable_reason():
         import matplotlib  # noqa: F401
     except ImportError as e:
         return (f"matplotlib is not installed for {sys.executable} ({e}); "
-                f"install python3-matplotlib (deploy/install-deps.sh)")
+                f"install python3-matplotlib (deploy/install-deps.sh --tests)")
     return None
 
 

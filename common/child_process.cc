@@ -1,22 +1,29 @@
 #include "common/child_process.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/syscall.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdint>
 #include <utility>
 #include <vector>
+
+#include "common/child_keeper.h"
 
 namespace hvd::common {
 
 namespace {
 
 constexpr char kDefaultPath[] = "/usr/local/bin:/usr/bin:/bin";
+// For a keeper to say which pid the command got (two forks).
+constexpr int kKeeperReportMs = 20'000;
 
 std::string errno_text(int err) { return strerrordesc_np(err) ? strerrordesc_np(err) : "error"; }
 
@@ -78,6 +85,7 @@ struct ExecPlan {
   std::vector<char*> envp;
   std::string exec_error_prefix;
   std::string chdir_error_prefix;
+  std::string cgroup_error_prefix;
 };
 
 ExecPlan make_plan(const ProcessSpec& spec) {
@@ -89,6 +97,7 @@ ExecPlan make_plan(const ProcessSpec& spec) {
   plan.envp.push_back(nullptr);
   plan.exec_error_prefix = "hvd: cannot execute '" + spec.argv[0] + "': ";
   plan.chdir_error_prefix = "hvd: cannot change to directory '" + spec.cwd + "': ";
+  plan.cgroup_error_prefix = "hvd: cannot move '" + spec.argv[0] + "' into the job's cgroup: ";
   return plan;
 }
 
@@ -111,7 +120,8 @@ void write_all(int fd, const char* data, size_t size) {
 }
 
 [[noreturn]] void child_main(const ExecPlan& plan, const std::string& path, const std::string& cwd,
-                             pid_t parent, int devnull_fd, int out_fd, int err_fd, long max_fd) {
+                             pid_t parent, int devnull_fd, int out_fd, int err_fd, long max_fd,
+                             int cgroup_procs_fd) {
   ::setpgid(0, 0);
   ::prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (::getppid() != parent) _exit(127);  // the parent died before prctl
@@ -129,6 +139,10 @@ void write_all(int fd, const char* data, size_t size) {
   if (::dup2(devnull_fd, STDIN_FILENO) < 0 || ::dup2(out_fd, STDOUT_FILENO) < 0 ||
       ::dup2(err_fd, STDERR_FILENO) < 0) {
     _exit(127);
+  }
+  // "0": the writing process. Before exec, so nothing it starts is outside.
+  if (cgroup_procs_fd >= 0 && ::write(cgroup_procs_fd, "0", 1) != 1) {
+    report_and_exit(plan.cgroup_error_prefix, errno);
   }
   if (::close_range(3, ~0U, 0) != 0) {
     for (long fd = 3; fd < max_fd; ++fd) ::close(static_cast<int>(fd));
@@ -149,6 +163,28 @@ Result<std::pair<UniqueFd, UniqueFd>> make_pipe() {
     return common::internal_error("cannot duplicate a pipe: " + errno_text(errno));
   }
   return std::make_pair(std::move(read_end), std::move(write_end));
+}
+
+// The command's pid as the keeper `keeper` reports it on `fd`.
+Result<pid_t> keeper_report(int fd, pid_t keeper) {
+  pollfd p{fd, POLLIN, 0};
+  int ready = 0;
+  do {
+    ready = ::poll(&p, 1, kKeeperReportMs);
+  } while (ready < 0 && errno == EINTR);
+  int32_t value = 0;
+  ssize_t n = -1;
+  if (ready > 0) {
+    do {
+      n = ::read(fd, &value, sizeof(value));
+    } while (n < 0 && errno == EINTR);
+  }
+  if (n == static_cast<ssize_t>(sizeof(value)) && value > 0) return static_cast<pid_t>(value);
+  std::string why = "it exited without a word";
+  if (ready == 0) why = "no answer within " + std::to_string(kKeeperReportMs / 1000) + " s";
+  if (n == static_cast<ssize_t>(sizeof(value)) && value < 0) why = "fork: " + errno_text(-value);
+  return common::internal_error("cannot start the process under its keeper (pid " +
+                                std::to_string(keeper) + "): " + why);
 }
 
 }  // namespace
@@ -203,11 +239,18 @@ Result<std::string> resolve_command(const ProcessSpec& spec) {
 }
 
 Result<StartedChild> start_child(const ProcessSpec& spec, const std::string& path,
-                                 int devnull_fd) {
+                                 int devnull_fd, const StartOptions& options) {
   auto out = make_pipe();
   if (!out.is_ok()) return out.status();
   auto err = make_pipe();
   if (!err.is_ok()) return err.status();
+  UniqueFd report_read, report_write;  // the keeper's word: the command's pid
+  if (options.keeper) {
+    auto report = make_pipe();
+    if (!report.is_ok()) return report.status();
+    report_read = std::move(report->first);
+    report_write = std::move(report->second);
+  }
   const ExecPlan plan = make_plan(spec);
   const long max_fd = ::sysconf(_SC_OPEN_MAX) > 0 ? ::sysconf(_SC_OPEN_MAX) : 65536;
   const pid_t parent = ::getpid();
@@ -217,8 +260,10 @@ Result<StartedChild> start_child(const ProcessSpec& spec, const std::string& pat
   ::pthread_sigmask(SIG_SETMASK, &all, &old_mask);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    child_main(plan, path, spec.cwd, parent, devnull_fd, out->second.get(), err->second.get(),
-               max_fd);
+    const pid_t exec_parent =
+        options.keeper ? detail::split_keeper(parent, report_write.get(), devnull_fd) : parent;
+    child_main(plan, path, spec.cwd, exec_parent, devnull_fd, out->second.get(),
+               err->second.get(), max_fd, options.cgroup_procs_fd);
   }
   const int fork_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
@@ -229,8 +274,20 @@ Result<StartedChild> start_child(const ProcessSpec& spec, const std::string& pat
 
   StartedChild child;
   child.pid = pid;
+  child.wait_pid = pid;
+  if (options.keeper) {
+    report_write.reset();
+    auto command = keeper_report(report_read.get(), pid);
+    if (!command.is_ok()) {
+      ::kill(pid, SIGKILL);  // it has started nothing that outlives it
+      while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      return command.status();
+    }
+    child.pid = *command;
+  }
   // glibc 2.36's <sys/pidfd.h> lacks extern "C": call the kernel directly.
-  child.pidfd = UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  child.pidfd = UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, child.wait_pid, 0)));
   child.stdout_fd = std::move(out->first);
   child.stderr_fd = std::move(err->first);
   for (int fd : {child.stdout_fd.get(), child.stderr_fd.get()}) {

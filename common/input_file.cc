@@ -1,16 +1,21 @@
 #include "common/input_file.h"
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 #include "common/printable.h"
 
@@ -99,7 +104,69 @@ Status wait_readable(int fd, Clock::time_point deadline, const std::string& wher
   }
 }
 
+// Whether /proc/self/mountinfo says that the device `dev` is /dev: a
+// devtmpfs, or a tmpfs mounted on /dev (containers). A line reads
+// "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw".
+bool is_dev_filesystem(dev_t dev) {
+  std::ifstream mountinfo("/proc/self/mountinfo");
+  const std::string device = std::to_string(major(dev)) + ":" + std::to_string(minor(dev));
+  std::string line;
+  while (std::getline(mountinfo, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, numbers, root, mount_point;
+    if (!(fields >> id >> parent >> numbers >> root >> mount_point) || numbers != device) continue;
+    const size_t dash = line.find(" - ");
+    if (dash == std::string::npos) continue;
+    std::istringstream rest(line.substr(dash + 3));
+    std::string type;
+    rest >> type;
+    if (type == "devtmpfs" || mount_point == "/dev") return true;
+  }
+  return false;
+}
+
+// The refusal of a file on one of the kernel's pseudo filesystems: what it
+// reads is made up by the kernel (/proc/self/environ: the reader's own
+// environment), never a secret anyone made.
+std::string not_a_real_file(const std::string& where, const std::string& filesystem) {
+  return where + " is on the kernel's " + filesystem +
+         " filesystem, not on disk: what it holds is the kernel's (an environment, a setting), "
+         "not a secret or key someone made; use a regular file on disk";
+}
+
 }  // namespace
+
+std::string pseudo_filesystem(int fd) {
+  struct statfs fs {};
+  if (::fstatfs(fd, &fs) != 0) return "";
+  switch (static_cast<unsigned long>(fs.f_type)) {
+    case PROC_SUPER_MAGIC: return "proc";
+    case SYSFS_MAGIC: return "sysfs";
+    case DEBUGFS_MAGIC: return "debugfs";
+    case TRACEFS_MAGIC: return "tracefs";
+    case SECURITYFS_MAGIC: return "securityfs";
+    case SELINUX_MAGIC: return "selinuxfs";
+    case SMACK_MAGIC: return "smackfs";
+    case CGROUP_SUPER_MAGIC: return "cgroup";
+    case CGROUP2_SUPER_MAGIC: return "cgroup2";
+    case BPF_FS_MAGIC: return "bpf";
+    case PSTOREFS_MAGIC: return "pstore";
+    case EFIVARFS_MAGIC: return "efivarfs";
+    case DEVPTS_SUPER_MAGIC: return "devpts";
+    case BINFMTFS_MAGIC: return "binfmt_misc";
+    case NSFS_MAGIC: return "nsfs";
+    case 0x62656570: return "configfs";  // CONFIGFS_MAGIC, not in every linux/magic.h
+    case 0x65735543: return "fusectl";   // FUSE_CTL_SUPER_MAGIC
+    case TMPFS_MAGIC: {
+      // /dev is a devtmpfs (a tmpfs in containers), which reports tmpfs's
+      // magic; another tmpfs (/tmp, /run, a Kubernetes secret volume) is fine.
+      struct stat st {};
+      if (::fstat(fd, &st) == 0 && is_dev_filesystem(st.st_dev)) return "/dev";
+      return "";
+    }
+    default: return "";
+  }
+}
 
 std::string octal_mode(mode_t mode) {
   char text[8];
@@ -118,6 +185,10 @@ Result<std::string> read_input_file(const std::string& path, const InputRules& r
   const bool pipe = S_ISFIFO(st.st_mode) && rules.allow_pipe && !rules.private_file;
   if (!S_ISREG(st.st_mode) && !pipe) {
     return invalid_argument(where + " is not a regular file (" + kind_of(st.st_mode) + ")");
+  }
+  if (rules.private_file || rules.real_file) {
+    const std::string filesystem = pseudo_filesystem(fd.get());
+    if (!filesystem.empty()) return invalid_argument(not_a_real_file(where, filesystem));
   }
   if (rules.private_file) {
     if ((st.st_mode & 077) != 0) {

@@ -27,8 +27,14 @@ struct InputRules {
   std::chrono::milliseconds timeout{30'000};
   bool allow_pipe = false;  // else only regular files
   // A secret or a private key: mode without group/other bits and owned by
-  // this user or root (as ssh requires of its keys). Implies regular files.
+  // this user or root (as ssh requires of its keys). Implies regular files
+  // and real_file.
   bool private_file = false;
+  // Refuses files of the kernel's own filesystems (proc, sysfs, /dev,
+  // debugfs, cgroup, ...; pseudo_filesystem() below): their contents are
+  // made up by the kernel on each read (/proc/self/environ is the reader's
+  // own environment), never a secret or a certificate someone wrote.
+  bool real_file = false;
 };
 
 // The whole file under `rules`. kNotFound when it cannot be opened or read;
@@ -45,5 +51,13 @@ Result<std::string> read_line_within(int fd, const std::string& what,
 
 // "0644"
 std::string octal_mode(mode_t mode);
+
+// The name of the kernel pseudo filesystem that the open file `fd` is on
+// ("proc", "sysfs", "/dev", ...), or "" for any other filesystem. Told by
+// fstatfs()'s f_type, not by the path: a bind mount or a symlink of /proc
+// elsewhere is recognised too. /dev (devtmpfs, or a tmpfs in containers)
+// reports tmpfs's f_type; it is told apart from other tmpfs mounts by what
+// /proc/self/mountinfo says of the file's device.
+std::string pseudo_filesystem(int fd);
 
 }  // namespace hvd::common

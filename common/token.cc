@@ -19,6 +19,10 @@ Result<std::string> generate_token() {
     }
     filled += static_cast<size_t>(n);
   }
+  return to_hex(bytes);
+}
+
+std::string to_hex(std::span<const unsigned char> bytes) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
   out.reserve(bytes.size() * 2);

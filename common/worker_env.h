@@ -12,7 +12,10 @@ inline constexpr char kCrossRank[] = "HVD_CROSS_RANK";
 inline constexpr char kCrossSize[] = "HVD_CROSS_SIZE";
 // host:port of the job's Rendezvous service.
 inline constexpr char kRendezvousAddr[] = "HVD_RENDEZVOUS_ADDR";
-// The per-job secret every rendezvous call must carry. Never logged.
+// The credential every rendezvous call of the worker carries. Never logged.
+// Under hvdrun the worker's own (daemon/rendezvous/worker_credentials.h,
+// derived from the job's token, which hvdrun keeps); under a foreign
+// launcher the job's token itself, the same on every rank.
 inline constexpr char kJobToken[] = "HVD_JOB_TOKEN";
 inline constexpr char kJobId[] = "HVD_JOB_ID";
 // The host name the launcher knows this worker's host by (for messages).

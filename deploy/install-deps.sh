@@ -1,20 +1,39 @@
 #!/usr/bin/env bash
-# Installs every Debian 12 package hvd needs to build, test and run its main job.
+# Installs the Debian 12 packages hvd needs.
+#
+#   bash deploy/install-deps.sh           build hvd and run its main job (README command 1)
+#   bash deploy/install-deps.sh --tests   also everything the tests, fuzzers and benchmarks
+#                                         use (README's test command, .ci/run)
+#
 # Idempotent: packages already present are skipped; apt-get update runs first when
 # anything is missing. Needs root (or sudo).
 set -euo pipefail
 
+# Building (the libraries, hvdrun, hvd-agent, the Python package) and running the
+# main job (hvdrun -np 2 /usr/bin/python3 examples/pytorch_mnist.py).
 packages=(
-  build-essential cmake pkg-config git
+  build-essential cmake pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libgloo-dev libspdlog-dev libfmt-dev libcli11-dev catch2 libyaml-cpp-dev
-  libssl-dev openssl util-linux iproute2 procps iptables
-  python3 python3-numpy python3-pytest python3-torch python3-torchvision python3-yaml
-  python3-pip python3-venv python3-setuptools python3-wheel
-  python3-matplotlib
-  slurm-wlm munge
-  clang libclang-rt-14-dev libnetfilter-queue-dev
+  libgloo-dev libspdlog-dev libfmt-dev libcli11-dev libyaml-cpp-dev libssl-dev
+  python3 python3-numpy python3-torch
 )
+# The tests (Catch2, pytest, namespaces, iptables, a Slurm cluster), the fuzzers
+# (clang, libFuzzer), the benchmarks and their plots, the torchvision models of
+# examples/pytorch_synthetic_benchmark.py, pip, venv and the wheel.
+test_packages=(
+  git catch2 openssl util-linux iproute2 procps iptables libnetfilter-queue-dev
+  python3-pytest python3-yaml python3-torchvision python3-matplotlib
+  python3-pip python3-venv python3-setuptools python3-wheel
+  slurm-wlm munge
+  clang libclang-rt-14-dev
+)
+
+case "${1:-}" in
+  "") ;;
+  --tests) packages+=("${test_packages[@]}") ;;
+  -h|--help) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  *) echo "install-deps: unknown option '$1' (use --tests, or no option)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

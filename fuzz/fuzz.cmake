@@ -3,8 +3,10 @@
 # hvd_fuzz, part of ALL) and registers one ctest test per fuzz target,
 # fuzz.<name> with label fuzz, which fuzzes for HVD_FUZZ_SECONDS from the
 # checked-in seeds and runs every saved crash input (fuzz/README.md).
-# HVD_BUILD_FUZZ defaults to ON when clang++ and libFuzzer
-# (libclang-rt-14-dev) are installed.
+# HVD_BUILD_FUZZ: AUTO (the default) builds them with the tests
+# (HVD_BUILD_TESTS=ON, README's test command) when clang++ and libFuzzer
+# (libclang-rt-14-dev: deploy/install-deps.sh --tests) are installed; ON
+# requires them; OFF skips them.
 
 set(_hvd_fuzz_why "")
 find_program(HVD_FUZZ_CXX NAMES clang++ clang++-16 clang++-15 clang++-14
@@ -20,21 +22,22 @@ else()
                       "apt-get install libclang-rt-14-dev)")
   endif()
 endif()
-if(_hvd_fuzz_why STREQUAL "")
-  option(HVD_BUILD_FUZZ "Build the libFuzzer targets of fuzz/ and their ctest tests (label fuzz)" ON)
-else()
-  option(HVD_BUILD_FUZZ "Build the libFuzzer targets of fuzz/ and their ctest tests (label fuzz)" OFF)
-endif()
+hvd_auto_option(HVD_BUILD_FUZZ
+                "Build the libFuzzer targets of fuzz/ and their ctest tests (label fuzz)")
 set(HVD_FUZZ_SECONDS 12 CACHE STRING "Seconds each fuzz.<name> test fuzzes")
 
-if(NOT HVD_BUILD_FUZZ)
-  if(_hvd_fuzz_why STREQUAL "")
-    set(_hvd_fuzz_why "HVD_BUILD_FUZZ=OFF")
+if(HVD_BUILD_FUZZ STREQUAL "AUTO")
+  if(NOT HVD_BUILD_TESTS)
+    set(_hvd_fuzz_why "HVD_BUILD_TESTS=OFF")
   endif()
-  message(STATUS "hvd: fuzz targets off: ${_hvd_fuzz_why}")
+  if(NOT _hvd_fuzz_why STREQUAL "")
+    message(STATUS "hvd: fuzz targets off: ${_hvd_fuzz_why}")
+    return()
+  endif()
+elseif(NOT HVD_BUILD_FUZZ)
+  message(STATUS "hvd: fuzz targets off: HVD_BUILD_FUZZ=OFF")
   return()
-endif()
-if(NOT _hvd_fuzz_why STREQUAL "")
+elseif(NOT _hvd_fuzz_why STREQUAL "")
   message(FATAL_ERROR "hvd: HVD_BUILD_FUZZ=ON but ${_hvd_fuzz_why}")
 endif()
 

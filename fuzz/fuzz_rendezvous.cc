@@ -13,6 +13,7 @@
 // the token; a Join reply is a consistent placement; a value Set is what
 // Get returns next; the Join message conversions (join_messages.h) read
 // back what they write.
+#include <grpcpp/test/server_context_test_spouse.h>
 #include <google/protobuf/stubs/logging.h>
 #include <spdlog/spdlog.h>
 
@@ -24,6 +25,7 @@
 #include "daemon/rendezvous/join_messages.h"
 #include "daemon/rendezvous/rendezvous_service.h"
 #include "fuzz/fuzz_check.h"
+#include "proto/rpc_auth.h"
 
 namespace v1 = hvd::v1;
 using hvd::daemon::RendezvousService;
@@ -46,6 +48,17 @@ bool admitted(RendezvousService& service, const char* method, bool wrong_token) 
   }
   return status.ok();
 }
+
+// A server context carrying the job token, as the gate admitted it (the
+// handlers read the caller's credential from it; the spouse holds the
+// metadata's storage).
+struct AuthorizedContext {
+  AuthorizedContext() {
+    spouse.AddClientMetadata(hvd::proto::kAuthMetadataKey, std::string("Bearer ") + kToken);
+  }
+  grpc::ServerContext context;
+  grpc::testing::ServerContextTestSpouse spouse{&context};
+};
 
 // A handler's status: never UNAUTHENTICATED once the gate admitted the call.
 void check_handled(const grpc::Status& status, const char* method) {
@@ -70,7 +83,8 @@ void join(RendezvousService& service, const v1::JoinRequest& parsed, bool wrong)
   v1::JoinReply reply;
   check_join_messages(parsed, reply);
   if (!admitted(service, "Join", wrong)) return;
-  grpc::ServerContext context;
+  AuthorizedContext authorized;
+  grpc::ServerContext& context = authorized.context;
   auto status = service.Join(&context, &req, &reply);
   check_handled(status, "Join");
   check_join_messages(parsed, reply);
@@ -83,7 +97,9 @@ void join(RendezvousService& service, const v1::JoinRequest& parsed, bool wrong)
 void set_then_get(RendezvousService& service, const v1::SetRequest& req, bool wrong) {
   if (!admitted(service, "Set", wrong)) return;
   v1::SetReply reply;
-  grpc::ServerContext context;
+  AuthorizedContext authorized;
+  grpc::ServerContext& context = authorized.context;
+  const std::string value = req.value();  // Set moves the value out of its request
   auto status = service.Set(&context, &req, &reply);
   check_handled(status, "Set");
   if (!status.ok()) return;
@@ -94,7 +110,7 @@ void set_then_get(RendezvousService& service, const v1::SetRequest& req, bool wr
   grpc::ServerContext get_context;
   auto read = service.Get(&get_context, &get, &got);
   FUZZ_CHECK(read.ok(), "Get after Set: " + read.error_message());
-  FUZZ_CHECK(got.values_size() == 1 && got.values(0) == req.value(), "Get does not return what Set stored");
+  FUZZ_CHECK(got.values_size() == 1 && got.values(0) == value, "Get does not return what Set stored");
 }
 
 template <typename Request, typename Reply, typename Handler>
@@ -102,7 +118,8 @@ void call(RendezvousService& service, Handler handler, const Request& req, bool 
           const char* method) {
   if (!admitted(service, method, wrong)) return;
   Reply reply;
-  grpc::ServerContext context;
+  AuthorizedContext authorized;
+  grpc::ServerContext& context = authorized.context;
   check_handled((service.*handler)(&context, &req, &reply), method);
 }
 

@@ -8,6 +8,8 @@ namespace hvd::launcher {
 
 namespace {
 
+constexpr int kWatchWindowBytes = 1024 * 1024;
+
 void prepare(grpc::ClientContext& context, const std::string& secret, const char* method,
              std::chrono::milliseconds timeout) {
   proto::attach_agent_proof(context, secret, method);
@@ -24,6 +26,12 @@ std::shared_ptr<grpc::Channel> make_channel(
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  // A Watch stream's data in flight towards hvdrun is bounded by a fixed
+  // receive window (gRPC would grow it to max(4 MiB, twice the bandwidth-
+  // delay product) per stream): hvdrun's memory for output is bounded
+  // (docs/launcher.md, "Output"). 1 MiB still carries 1 GB/s at 1 ms.
+  args.SetInt(GRPC_ARG_HTTP2_BDP_PROBE, 0);
+  args.SetInt(GRPC_ARG_HTTP2_STREAM_LOOKAHEAD_BYTES, kWatchWindowBytes);
   // Launch requests carry every worker's environment.
   args.SetMaxSendMessageSize(64 * 1024 * 1024);
   args.SetMaxReceiveMessageSize(64 * 1024 * 1024);
@@ -102,6 +110,7 @@ common::Result<hvd::v1::InfoReply> AgentClient::info(std::chrono::milliseconds t
 void AgentClient::start_watch(const std::string& job_id, EventQueue& queue, int agent) {
   std::lock_guard<std::mutex> lock(mu_);
   proto::attach_agent_proof(watch_context_, secret_, "Agent.Watch");
+  watch_queue_ = &queue;
   watch_thread_ =
       std::thread([this, job_id, q = &queue, agent] { read_watch(job_id, q, agent); });
 }
@@ -109,6 +118,8 @@ void AgentClient::start_watch(const std::string& job_id, EventQueue& queue, int 
 void AgentClient::stop_watch() {
   std::lock_guard<std::mutex> lock(mu_);
   if (!watch_thread_.joinable()) return;
+  watch_stopping_ = true;
+  watch_queue_->wake_output_waiters();
   watch_context_.TryCancel();
   watch_thread_.join();
 }
@@ -122,8 +133,11 @@ void AgentClient::read_watch(std::string job_id, EventQueue* queue, int agent) {
     hvd::v1::WatchEvent event;
     while (reader->Read(&event)) {
       if (event.has_output()) {
-        const auto& out = event.output();
-        queue->push(WorkerOutput{out.rank(), out.stream() == hvd::v1::STDERR, out.text()});
+        auto* out = event.mutable_output();
+        WorkerOutput lines{out->rank(), out->stream() == hvd::v1::STDERR, {}};
+        lines.lines.reserve(static_cast<size_t>(out->lines_size()));
+        for (std::string& line : *out->mutable_lines()) lines.lines.push_back(std::move(line));
+        queue->push_output(std::move(lines), watch_stopping_);
       } else if (event.has_exit()) {
         const auto& exit = event.exit();
         queue->push(WorkerExited{exit.rank(), exit.pid(), exit.exit_code(), exit.signal()});

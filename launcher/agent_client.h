@@ -8,6 +8,7 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
@@ -56,10 +57,12 @@ class AgentClient {
 
   // Reads the job's Watch stream on a new thread: WorkerOutput,
   // WorkerStateChanged and WorkerExited events, then exactly one
-  // WatchEnded{status, agent}. Call once.
+  // WatchEnded{status, agent}. Call once. While `queue` holds its most
+  // output the reader waits, and so does the stream (flow control).
   void start_watch(const std::string& job_id, EventQueue& queue, int agent = 0);
 
-  // Cancels the Watch stream (if still open) and joins its reader.
+  // Cancels the Watch stream (if still open) and joins its reader (which
+  // then no longer waits for room in the queue).
   void stop_watch();
 
  private:
@@ -70,6 +73,8 @@ class AgentClient {
   std::unique_ptr<hvd::v1::Agent::Stub> stub_;
   std::mutex mu_;
   grpc::ClientContext watch_context_;
+  EventQueue* watch_queue_ = nullptr;
+  std::atomic<bool> watch_stopping_{false};
   std::thread watch_thread_;
 };
 

@@ -7,6 +7,14 @@ namespace hvd::launcher {
 
 common::Result<RemoteCredentials> remote_credentials(const LaunchOptions& options,
                                                      const std::string& remote_host) {
+  auto channel = proto::channel_credentials(options.tls);
+  if (!channel.is_ok()) return common::invalid_argument(channel.status().message());
+  return remote_credentials(options, remote_host, std::move(channel).value());
+}
+
+common::Result<RemoteCredentials> remote_credentials(
+    const LaunchOptions& options, const std::string& remote_host,
+    std::shared_ptr<grpc::ChannelCredentials> channel) {
   if (options.secret_file.empty()) {
     return common::invalid_argument(
         "host '" + remote_host +
@@ -17,9 +25,7 @@ common::Result<RemoteCredentials> remote_credentials(const LaunchOptions& option
   if (!secret.is_ok()) {
     return common::invalid_argument(secret.status().message());
   }
-  auto channel = proto::channel_credentials(options.tls);
-  if (!channel.is_ok()) return common::invalid_argument(channel.status().message());
-  return RemoteCredentials{std::move(secret).value(), std::move(channel).value()};
+  return RemoteCredentials{std::move(secret).value(), std::move(channel)};
 }
 
 }  // namespace hvd::launcher

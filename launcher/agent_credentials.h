@@ -25,5 +25,10 @@ struct RemoteCredentials {
 // cannot be used. Every error is a usage error (exit 2).
 common::Result<RemoteCredentials> remote_credentials(const LaunchOptions& options,
                                                      const std::string& remote_host);
+// The same with the channel credentials read already (hvdrun reads the TLS
+// files first of all).
+common::Result<RemoteCredentials> remote_credentials(
+    const LaunchOptions& options, const std::string& remote_host,
+    std::shared_ptr<grpc::ChannelCredentials> channel);
 
 }  // namespace hvd::launcher

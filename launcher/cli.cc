@@ -86,7 +86,9 @@ CliExit check_build_exit(const EnvLookup& lookup) {
 
 }  // namespace
 
-CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLookup& lookup) {
+CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLookup& lookup,
+                              Personality personality) {
+  const bool horovodrun = personality == Personality::kHorovodrun;
   CLI::App app{
       "hvdrun: starts a distributed hvd job: NP copies of COMMAND, one per slot, "
       "each told its rank through HVD_* environment variables.",
@@ -124,7 +126,9 @@ CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLoo
   options.command = std::move(split.command);
   options.verbose = job.verbose;
   options.output_dir = job.output_dir;
+  if (horovodrun) job.horovod_compat = true;
   options.horovod_compat = job.horovod_compat;
+  ssh.implied = horovodrun;
   options.prefix_timestamp = job.prefix_timestamp;
   // Each group in turn: the first mistake found is the one reported.
   common::Status s = settings.apply(job.config_file, lookup, options);

@@ -59,7 +59,14 @@ using CliOutcome = std::variant<LaunchOptions, CliExit>;
 // getenv-like lookup, so tests can supply the environment.
 using EnvLookup = common::EnvLookup;
 
+// Run under Horovod's name (hvdrun's link `horovodrun`): Horovod's launcher,
+// --horovod-compat implied, and remote hosts reached over ssh (--ssh implied)
+// unless the agents' credentials are given (--secret-file or
+// HVD_SECRET_FILE, --tls-*, --agent-port: their hvd-agent daemons).
+enum class Personality { kHvdrun, kHorovodrun };
+
 // `args` excludes the program name.
-CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLookup& lookup);
+CliOutcome parse_command_line(const std::vector<std::string>& args, const EnvLookup& lookup,
+                              Personality personality = Personality::kHvdrun);
 
 }  // namespace hvd::launcher

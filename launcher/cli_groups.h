@@ -80,6 +80,8 @@ struct RemoteArgs {
 // (launcher/ssh_agents.h; cli_remote_options.cc).
 struct SshArgs {
   bool ssh = false;
+  // As horovodrun: --ssh unless the agents' credentials are given (cli.h).
+  bool implied = false;
   std::string port;
   std::string command;
   std::string agent_path;

@@ -92,11 +92,19 @@ void SshArgs::add_to(CLI::App& app) {
 }
 
 common::Status SshArgs::apply(const RemoteArgs& remote, LaunchOptions& options) const {
-  options.ssh = ssh;
+  // horovodrun: Horovod reaches remote hosts over ssh; given credentials
+  // for the agents (the flags, or HVD_SECRET_FILE: options.secret_file) mean
+  // their daemons instead.
+  const bool agents = !options.secret_file.empty() || remote.tls.enabled() ||
+                      remote.agent_port_opt->count() > 0;
+  options.ssh = ssh || (implied && !agents);
   for (const auto* opt : {port_opt, command_opt, agent_path_opt}) {
-    if (opt->count() > 0 && !ssh) return common::invalid_argument(opt->get_name() + " needs --ssh");
+    if (opt->count() > 0 && !options.ssh) {
+      return common::invalid_argument((opt == port_opt ? "-p/--ssh-port" : opt->get_name()) +
+                                      " needs --ssh (implied as horovodrun)");
+    }
   }
-  if (!ssh) return common::Status::ok();
+  if (!options.ssh) return common::Status::ok();
   if (remote.tls.enabled()) {
     return common::invalid_argument(
         "--ssh does not support --tls-*: the agents it starts serve plaintext gRPC with a "

@@ -1,8 +1,23 @@
 #include "launcher/flag_suggestions.h"
 
 #include <algorithm>
+#include <string_view>
+#include <utility>
 
 namespace hvd::launcher {
+
+namespace {
+
+// Other launchers' spellings of -np (mpirun's -n, torchrun's
+// --nproc-per-node), which edit distance would match to something else.
+constexpr std::pair<std::string_view, std::string_view> kForeignSpellings[] = {
+    {"-n", "--np"}, {"--n", "--np"}, {"--nproc_per_node", "--np"}, {"--nproc-per-node", "--np"}};
+
+// How a user writes the flag CLI11 knows as `name`: -np (cli.cc spells it
+// --np for CLI11).
+std::string as_typed(const std::string& name) { return name == "--np" ? "-np" : name; }
+
+}  // namespace
 
 size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<size_t> row(b.size() + 1);
@@ -31,11 +46,16 @@ std::string did_you_mean(const CLI::App& app, const std::vector<std::string>& op
     }
   }
   if (unknown.empty()) return "";
+  for (const auto& [foreign, ours] : kForeignSpellings) {
+    if (unknown == foreign && app.get_option_no_throw(std::string(ours)) != nullptr) {
+      return " (did you mean " + as_typed(std::string(ours)) + "?)";
+    }
+  }
   std::string best;
   size_t best_distance = 0;
   for (const CLI::Option* opt : app.get_options()) {
     std::vector<std::string> names;
-    for (const std::string& l : opt->get_lnames()) names.push_back("--" + l);
+    for (const std::string& l : opt->get_lnames()) names.push_back(as_typed("--" + l));
     for (const std::string& s : opt->get_snames()) names.push_back("-" + s);
     for (const std::string& name : names) {
       // A flag cut short (--gloo-timeout for --gloo-timeout-seconds) is close too.

@@ -7,6 +7,7 @@
 #include "common/logging.h"
 #include "common/token.h"
 #include "daemon/agent/agent_service.h"
+#include "daemon/agent/containment.h"
 #include "proto/grpc_server.h"
 
 namespace hvd::launcher {
@@ -74,9 +75,14 @@ common::Result<std::unique_ptr<HostAgents>> HostAgents::start(
     }
     auto secret = common::generate_token();
     if (!secret.is_ok()) return secret.status();
+    // HVD_CONTAINMENT (docs/agent.md, "Containment"): a bad value, or cgroup
+    // where none can be used, is an error before anything starts.
+    auto containment = daemon::configure_containment_from_environment();
+    if (!containment.is_ok()) return containment.status();
     agents->embedded_ = std::make_unique<daemon::AgentService>(
         daemon::AgentOptions{*secret, local_slots});
-    auto server = daemon::GrpcServer::start(kLoopback, 0, {agents->embedded_.get()});
+    auto server = daemon::GrpcServer::start(kLoopback, 0, {agents->embedded_.get()},
+                                            daemon::agent_server_options());
     if (!server.is_ok()) {
       return common::unavailable("cannot start the embedded agent: " + server.status().message());
     }

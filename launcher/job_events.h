@@ -4,8 +4,14 @@
 // the signal watcher) and the completion of an asynchronous Terminate of
 // every agent, and in elastic jobs the host discovery script's results. The
 // session's thread pops; any thread pushes.
+//
+// Output is bounded: push_output waits while kMaxOutputBytes of it are
+// queued, so that a Watch reader stops reading its stream when hvdrun's
+// stdout is slower than the workers (and the agent then stops reading the
+// workers' pipes: no line is dropped).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -21,10 +27,11 @@
 
 namespace hvd::launcher {
 
+// Lines one worker wrote to one stream, in order, each without its '\n'.
 struct WorkerOutput {
   int rank = 0;
   bool is_stderr = false;
-  std::string text;  // one line without '\n'
+  std::vector<std::string> lines;
 };
 
 struct WorkerExited {
@@ -68,12 +75,44 @@ using JobEvent = std::variant<WorkerOutput, WorkerExited, WorkerStateChanged, Wa
 
 class EventQueue {
  public:
+  // What a queued line counts: its text and this much more.
+  static constexpr size_t kLineOverhead = 64;
+  // push_output waits while this much output is queued.
+  static constexpr size_t kMaxOutputBytes = 4 * 1024 * 1024;
+
+  static size_t output_bytes(const WorkerOutput& out) {
+    size_t bytes = 0;
+    for (const auto& line : out.lines) bytes += line.size() + kLineOverhead;
+    return bytes;
+  }
+
+  // Never waits, whatever the event.
   void push(JobEvent event) {
     {
       std::lock_guard<std::mutex> lock(mu_);
+      if (auto* out = std::get_if<WorkerOutput>(&event)) output_bytes_ += output_bytes(*out);
       events_.push_back(std::move(event));
     }
     ready_.notify_one();
+  }
+
+  // Waits while kMaxOutputBytes of output are queued, unless or until
+  // `stop` is set (whoever sets it calls wake_output_waiters()).
+  void push_output(WorkerOutput out, const std::atomic<bool>& stop) {
+    const size_t bytes = output_bytes(out);
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      room_.wait(lock, [&] { return output_bytes_ < kMaxOutputBytes || stop.load(); });
+      output_bytes_ += bytes;
+      events_.push_back(std::move(out));
+    }
+    ready_.notify_one();
+  }
+
+  // Waiting push_output calls check their `stop` again.
+  void wake_output_waiters() {
+    std::lock_guard<std::mutex> lock(mu_);
+    room_.notify_all();
   }
 
   // The oldest event, or nothing once `deadline` passes.
@@ -82,13 +121,19 @@ class EventQueue {
     if (!ready_.wait_until(lock, deadline, [&] { return !events_.empty(); })) return std::nullopt;
     JobEvent event = std::move(events_.front());
     events_.pop_front();
+    if (auto* out = std::get_if<WorkerOutput>(&event)) {
+      output_bytes_ -= output_bytes(*out);
+      if (output_bytes_ < kMaxOutputBytes) room_.notify_all();
+    }
     return event;
   }
 
  private:
   std::mutex mu_;
   std::condition_variable ready_;
+  std::condition_variable room_;  // output_bytes_ dropped below the limit
   std::deque<JobEvent> events_;
+  size_t output_bytes_ = 0;  // of the WorkerOutput events queued
 };
 
 }  // namespace hvd::launcher

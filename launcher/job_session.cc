@@ -21,7 +21,9 @@ using std::chrono::milliseconds;
 
 // How often the session wakes without events (start-timeout checks).
 constexpr milliseconds kTick{100};
-// After the last exit (or after Terminate), how long remaining output may take.
+// After the last exit (or after Terminate), how long the streams may go
+// without output before hvdrun stops waiting for their end (output still
+// flowing, at the pace of hvdrun's stdout, is waited for).
 constexpr milliseconds kDrainTimeout{5'000};
 // In-flight calls get this long when a server shuts down.
 constexpr milliseconds kServerShutdownGrace{1'000};
@@ -39,7 +41,7 @@ JobSession::JobSession(const LaunchOptions& options, std::vector<RankSlot> plan,
       targets_(std::move(targets)),
       remote_(std::move(remote)),
       sink_(stdout, stderr),
-      hints_(options.horovod_compat),
+      hints_(options.horovod_compat, options.command.empty() ? "" : options.command.front()),
       policy_(make_policy(*this)),
       first_round_(std::chrono::seconds(options.settings.get_int("start_timeout")), plan_),
       exits_(static_cast<size_t>(policy_->slots()), plan_.size()),
@@ -98,7 +100,10 @@ int JobSession::supervise() {
     std::optional<JobEvent> event = queue_.pop_until(wake);
     if (!event) continue;
     std::visit(common::Overloaded{
-                   [&](const WorkerOutput& out) { handle(out); },
+                   [&](const WorkerOutput& out) {
+                     handle(out);
+                     if (drain_deadline) drain_deadline = Clock::now() + kDrainTimeout;
+                   },
                    [&](const WorkerExited& exit) { handle(exit); },
                    [&](const WorkerStateChanged& change) {
                      if (!stop_.terminating()) policy_->worker_state(change);
@@ -121,10 +126,12 @@ int JobSession::supervise() {
 }
 
 void JobSession::handle(const WorkerOutput& out) {
-  sink_.write(policy_->output_rank(out.rank), out.is_stderr, out.text);
-  if (auto hint = hints_.on_line(out.text)) {
-    std::fprintf(stderr, "hvdrun: hint: %s\n", hint->c_str());
-    std::fflush(stderr);
+  sink_.write(policy_->output_rank(out.rank), out.is_stderr, out.lines);
+  for (const std::string& line : out.lines) {
+    if (auto hint = hints_.on_line(line)) {
+      std::fprintf(stderr, "hvdrun: hint: %s\n", hint->c_str());
+      std::fflush(stderr);
+    }
   }
 }
 

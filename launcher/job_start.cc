@@ -54,7 +54,10 @@ int JobSession::start() {
   auto agents = HostAgents::start(targets_, remote_, np);
   if (!agents.is_ok()) {
     error_line(agents.status().message());
-    return exit_code::kInternalError;
+    // A bad setting (HVD_CONTAINMENT=...) is a usage error.
+    return agents.status().code() == common::StatusCode::kInvalidArgument
+               ? exit_code::kUsage
+               : exit_code::kInternalError;
   }
   agents_ = std::move(agents).value();
   streams_.start(agents_->size());
@@ -89,7 +92,8 @@ int JobSession::start() {
   rendezvous_ = std::make_unique<daemon::RendezvousService>(*job_token, np);
   policy_->configure(*rendezvous_);
   auto rendezvous_server =
-      daemon::GrpcServer::start(network->listen_host, 0, {rendezvous_.get()});
+      daemon::GrpcServer::start(network->listen_host, 0, {rendezvous_.get()},
+                                daemon::rendezvous_server_options());
   if (!rendezvous_server.is_ok()) {
     error_line("cannot start the rendezvous service: " + rendezvous_server.status().message());
     return exit_code::kInternalError;
@@ -103,9 +107,12 @@ int JobSession::start() {
     std::fprintf(stderr, "hvdrun: rendezvous at %s\n", rendezvous_addr.c_str());
     for (size_t i = 0; i < infos->size(); ++i) {
       const auto& info = (*infos)[i];
-      std::fprintf(stderr, "hvdrun: agent at %s: host %s, %d slots, %d GPUs, hvd %s\n",
+      // containment: how the agent keeps the job's processes (docs/agent.md).
+      const std::string containment =
+          info.containment().empty() ? "" : ", containment " + info.containment();
+      std::fprintf(stderr, "hvdrun: agent at %s: host %s, %d slots, %d GPUs, hvd %s%s\n",
                    agents_->target(i).address.c_str(), info.hostname().c_str(), info.slots(),
-                   info.gpus(), info.version().c_str());
+                   info.gpus(), info.version().c_str(), containment.c_str());
     }
   }
   return launch(*job_token, rendezvous_addr, network->bind_addresses);

@@ -2,6 +2,8 @@
 // (the embedded one for this machine, hvd-agent for remote hosts), reads the
 // agents' credentials when a host is remote, and runs the job as a
 // JobSession with the static or the elastic policy.
+#include <malloc.h>
+
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -16,6 +18,7 @@
 
 #include "common/logging.h"
 #include "launcher/agent_credentials.h"
+#include "proto/grpc_log.h"
 #include "proto/tls_credentials.h"
 #include "launcher/agent_targets.h"
 #include "launcher/cli.h"
@@ -41,21 +44,18 @@ int usage_error(const std::string& message) {
   return exit_code::kUsage;
 }
 
-// Run as `horovodrun` (a link to hvdrun; CMake option HVD_HOROVODRUN installs
-// it): Horovod's command lines in compatibility mode (docs/launcher.md).
-bool called_as_horovodrun(const char* argv0) {
+// Run as `horovodrun` (a link to hvdrun, installed beside it: CMake option
+// HVD_HOROVODRUN): Horovod's launcher (cli.h, Personality).
+Personality personality(const char* argv0) {
   std::string_view name(argv0 == nullptr ? "" : argv0);
   if (auto slash = name.rfind('/'); slash != std::string_view::npos) name.remove_prefix(slash + 1);
-  return name == "horovodrun";
+  return name == "horovodrun" ? Personality::kHorovodrun : Personality::kHvdrun;
 }
 
 int run(int argc, char** argv) {
   std::vector<std::string> args(argv + 1, argv + argc);
-  if (called_as_horovodrun(argv[0]) &&
-      std::find(args.begin(), args.end(), "--horovod-compat") == args.end()) {
-    args.insert(args.begin(), "--horovod-compat");
-  }
-  CliOutcome outcome = parse_command_line(args, [](const char* name) { return std::getenv(name); });
+  CliOutcome outcome = parse_command_line(
+      args, [](const char* name) { return std::getenv(name); }, personality(argv[0]));
   if (const auto* done = std::get_if<CliExit>(&outcome)) {
     std::fputs(done->out.c_str(), stdout);
     std::fputs(done->err.c_str(), stderr);
@@ -66,6 +66,11 @@ int run(int argc, char** argv) {
   spdlog::default_logger()->set_level(level.is_ok() ? *level : spdlog::level::warn);
   for (const auto& warning : options.warnings)
     std::fprintf(stderr, "hvdrun: warning: %s\n", warning.c_str());
+  // The TLS files before anything else, as a set: a key of another
+  // certificate or a key given as --tls-cert is a usage error now, not a
+  // failed handshake with every agent later.
+  auto channel = hvd::proto::channel_credentials(options.tls);
+  if (!channel.is_ok()) return usage_error(channel.status().message());
 
   auto plan = plan_slots(options.hosts, options.np);
   if (!plan.is_ok()) return usage_error(plan.status().message());
@@ -73,27 +78,30 @@ int run(int argc, char** argv) {
   // The embedded agent serves this machine; remote hosts need their hvd-agent.
   auto targets = plan_agent_targets(*plan, LocalIdentity::current(), options.agent_port);
   std::optional<RemoteCredentials> remote;
-  // --ssh: job-scoped agents that end with this scope (every exit path).
-  SshAgents ssh_agents;
-  if (options.ssh && first_remote(targets) != nullptr) {
+  // The host names first, then the credentials: the order a user fixes them in.
+  if (first_remote(targets) != nullptr) {
     if (hvd::common::Status s = check_hosts_resolve(targets, kResolveTimeout); !s.is_ok()) {
       return usage_error(s.message());
     }
+  } else if (options.ssh && options.ssh_port != 0) {
+    std::fprintf(stderr,
+                 "hvdrun: note: -p/--ssh-port %d ignored: every host of this job is this "
+                 "machine (ssh reaches remote hosts only)\n",
+                 options.ssh_port);
+  }
+  // --ssh: job-scoped agents that end with this scope (every exit path).
+  SshAgents ssh_agents;
+  if (options.ssh && first_remote(targets) != nullptr) {
     hvd::common::Status started = ssh_agents.start(
         targets, options, std::chrono::seconds(options.settings.get_int("start_timeout")));
     if (!started.is_ok()) {
       std::fprintf(stderr, "hvdrun: error: %s\n", started.message().c_str());
       return exit_code::kAgentFailure;
     }
-    auto channel = hvd::proto::channel_credentials(options.tls);
-    if (!channel.is_ok()) return usage_error(channel.status().message());
-    remote = RemoteCredentials{ssh_agents.secret(), std::move(channel).value()};
+    remote = RemoteCredentials{ssh_agents.secret(), *channel};
   } else if (const AgentTarget* first = first_remote(targets)) {
-    auto credentials = remote_credentials(options, first->host);
+    auto credentials = remote_credentials(options, first->host, *channel);
     if (!credentials.is_ok()) return usage_error(credentials.status().message());
-    if (hvd::common::Status s = check_hosts_resolve(targets, kResolveTimeout); !s.is_ok()) {
-      return usage_error(s.message());
-    }
     remote = std::move(credentials).value();
   }
 
@@ -116,7 +124,15 @@ int main(int argc, char** argv) {
   // terminated the workers: writes fail with EPIPE instead. Workers start
   // with every signal at its default.
   std::signal(SIGPIPE, SIG_IGN);
+  // Blocks of 256 KiB and more (a rendezvous request of megabytes, refused
+  // or not) go back to the system when freed. By default glibc raises this
+  // threshold to the largest block freed so far, and such blocks then stay
+  // in the heap: a worker's 20 refused Set calls of 15 MiB left hvdrun
+  // 80 MB larger (issue 29; docs/security.md, "The store's quotas").
+  mallopt(M_MMAP_THRESHOLD, 256 << 10);
   hvd::common::init_logging("hvdrun", spdlog::level::warn);
+  // gRPC's own lines (a failed TLS handshake) in hvd's format.
+  hvd::proto::route_grpc_log();
   try {
     int code = run(argc, argv);
     std::fflush(stdout);

@@ -74,6 +74,14 @@ common::Result<NetworkPlan> plan_network(const std::vector<HostNetwork>& hosts,
   bool any_remote = std::any_of(hosts.begin(), hosts.end(),
                                 [](const HostNetwork& h) { return !h.local; });
   if (!any_remote) {
+    // Bound to loopback all the same, but a name no host has is a mistake
+    // to report now (a typo, or a flag copied from another cluster).
+    for (const auto& host : hosts) {
+      if (interfaces.empty()) break;
+      if (auto address = interface_address(host, interfaces); !address.is_ok()) {
+        return address.status();
+      }
+    }
     plan.listen_host = kLoopbackAddress;
     plan.advertised_host = kLoopbackAddress;
     plan.bind_addresses.assign(hosts.size(), kLoopbackAddress);

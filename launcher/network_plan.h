@@ -3,7 +3,8 @@
 // logic over the agents' Info replies; network_probe.h finds the inputs.
 //
 // - Every host local: the rendezvous listens on 127.0.0.1, workers dial and
-//   bind 127.0.0.1 (--network-interface does not apply).
+//   bind 127.0.0.1; --network-interface only has to name an interface the
+//   host has (with an IPv4 address), else the kInvalidArgument below.
 // - Any host remote: the rendezvous listens on 0.0.0.0 and workers dial the
 //   launcher address (the local address the kernel routes toward the first
 //   remote agent). Each host's bind address is an IPv4 address of that host:

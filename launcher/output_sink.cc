@@ -8,10 +8,18 @@
 namespace hvd::launcher {
 
 namespace {
-void write_line(std::FILE* f, std::string_view prefix, std::string_view line) {
-  if (!prefix.empty()) std::fwrite(prefix.data(), 1, prefix.size(), f);
-  std::fwrite(line.data(), 1, line.size(), f);
-  std::fputc('\n', f);
+// Each line after `prefix` and before a newline, in one write, flushed.
+void write_lines(std::FILE* f, std::string_view prefix, std::span<const std::string> lines) {
+  size_t size = 0;
+  for (const auto& line : lines) size += prefix.size() + line.size() + 1;
+  std::string text;
+  text.reserve(size);
+  for (const auto& line : lines) {
+    text.append(prefix);
+    text.append(line);
+    text.push_back('\n');
+  }
+  std::fwrite(text.data(), 1, text.size(), f);
   std::fflush(f);
 }
 }  // namespace
@@ -46,7 +54,7 @@ common::Status OutputSink::open_log_dir(const std::string& dir, int np) {
   return common::Status::ok();
 }
 
-void OutputSink::write(int rank, bool is_stderr, std::string_view line) {
+void OutputSink::write(int rank, bool is_stderr, std::span<const std::string> lines) {
   std::string prefix = "[" + std::to_string(rank) + "]" + (is_stderr ? "<stderr>:" : "<stdout>:");
   if (timestamps_) {
     const std::time_t now = std::time(nullptr);
@@ -56,9 +64,9 @@ void OutputSink::write(int rank, bool is_stderr, std::string_view line) {
     const size_t n = std::strftime(stamp, sizeof(stamp), "%a %b %d %H:%M:%S %Y", &local);
     prefix.insert(0, stamp, n);
   }
-  write_line(is_stderr ? err_ : out_, prefix, line);
+  write_lines(is_stderr ? err_ : out_, prefix, lines);
   auto it = files_.find(rank);
-  if (it != files_.end()) write_line(is_stderr ? it->second.err : it->second.out, "", line);
+  if (it != files_.end()) write_lines(is_stderr ? it->second.err : it->second.out, "", lines);
 }
 
 void OutputSink::close() {

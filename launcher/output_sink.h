@@ -1,11 +1,14 @@
 // Where worker output goes: each line to hvdrun's stdout or stderr prefixed
-// "[RANK]<stdout>:" / "[RANK]<stderr>:" like Horovod, flushed per line, and,
-// with --output-filename DIR, the raw line to DIR/rank.N/stdout or stderr.
-// Used from one thread (the job session's).
+// "[RANK]<stdout>:" / "[RANK]<stderr>:" like Horovod, and, with
+// --output-filename DIR, the raw line to DIR/rank.N/stdout or stderr. The
+// lines of one write() are written together and flushed (blocking writes: a
+// slow reader of hvdrun's stdout holds the job's output back, nothing is
+// dropped). Used from one thread (the job session's).
 #pragma once
 
 #include <cstdio>
 #include <map>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -28,7 +31,12 @@ class OutputSink {
   // 16:01:36 2026[0]<stdout>:..." (not in the --output-filename files).
   void set_timestamps(bool on) { timestamps_ = on; }
 
-  void write(int rank, bool is_stderr, std::string_view line);
+  // Lines of one worker's stream, each without its '\n'.
+  void write(int rank, bool is_stderr, std::span<const std::string> lines);
+  void write(int rank, bool is_stderr, std::string_view line) {
+    const std::string one(line);
+    write(rank, is_stderr, std::span<const std::string>(&one, 1));
+  }
 
   // Flushes and closes the per-rank files.
   void close();

@@ -6,6 +6,7 @@
 
 #include "common/worker_env.h"
 #include "config/settings_table.h"
+#include "daemon/rendezvous/worker_credentials.h"
 
 extern char** environ;  // NOLINT: POSIX
 
@@ -106,7 +107,10 @@ Environment worker_environment(const Environment& base, const Environment& setti
     out[place.horovod] = place.value;
   }
   out[env::kRendezvousAddr] = job.rendezvous_addr;
-  out[env::kJobToken] = job.job_token;
+  // Not the job's token: the worker's own credential (its slot's, or its
+  // spare id's), which lets it write only its own keys and heartbeat only
+  // for itself (daemon/rendezvous/worker_rights.h).
+  out[env::kJobToken] = daemon::worker_credential(job.job_token, slot.rank);
   out[env::kJobId] = job.job_id;
   out[env::kBindAddress] = job.bind_address;
   add_horovod_run_variables(out, job);

@@ -37,6 +37,13 @@ struct ServerOptions {
   int handshake_timeout_ms = 10'000;
   // Concurrent calls per connection.
   int max_concurrent_streams = 1024;
+  // 0: gRPC's receive window per stream (64 KiB at first, grown as BDP
+  // probing measures the link). > 0: this window per stream, never grown, so
+  // that a connection has at most max_concurrent_streams x this in flight
+  // towards the server, whoever sends it (issue 29: unauthenticated 8 MiB
+  // bodies, refused on their headers, still arrived in windows grown to
+  // megabytes). Large requests then take a round trip per window.
+  int stream_window_bytes = 0;
 };
 
 class GrpcServer {

@@ -1,44 +1,12 @@
 #include "proto/tls_credentials.h"
 
-#include "common/input_file.h"
-#include "common/printable.h"
+#include <grpcpp/security/tls_certificate_provider.h>
+#include <grpcpp/security/tls_credentials_options.h>
+
+#include "proto/client_certificates.h"
+#include "proto/tls_files.h"
 
 namespace hvd::proto {
-
-namespace {
-
-// A PEM file of `option`: a regular file (never a FIFO to wait on) of at
-// most 1 MiB; the private key (`private_key`) also of mode 0600/0400 and
-// owned by this user or root, like the agent secret (common/input_file.h).
-common::Result<std::string> read_pem(const std::string& option, const std::string& path,
-                                     bool private_key = false) {
-  common::InputRules rules;
-  rules.what = option + " file";
-  rules.private_file = private_key;
-  auto pem = common::read_input_file(path, rules);
-  if (!pem.is_ok()) return pem.status();
-  if (pem->find("-----BEGIN ") == std::string::npos) {
-    return common::invalid_argument(option + " file '" + common::printable(path) + "' is not PEM");
-  }
-  return pem;
-}
-
-struct Pems {
-  std::string cert, key, ca;
-};
-
-common::Result<Pems> read_all(const TlsFiles& files) {
-  HVD_RETURN_IF_ERROR(check_tls_files(files));
-  auto cert = read_pem("--tls-cert", files.cert);
-  if (!cert.is_ok()) return cert.status();
-  auto key = read_pem("--tls-key", files.key, /*private_key=*/true);
-  if (!key.is_ok()) return key.status();
-  auto ca = read_pem("--tls-ca", files.ca);
-  if (!ca.is_ok()) return ca.status();
-  return Pems{*cert, *key, *ca};
-}
-
-}  // namespace
 
 common::Status check_tls_files(const TlsFiles& files) {
   if (!files.enabled()) return common::Status::ok();
@@ -50,18 +18,28 @@ common::Status check_tls_files(const TlsFiles& files) {
 
 common::Result<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const TlsFiles& files) {
   if (!files.enabled()) return grpc::InsecureServerCredentials();
-  auto pems = read_all(files);
+  auto pems = read_tls_files(files);
   if (!pems.is_ok()) return pems.status();
-  grpc::SslServerCredentialsOptions options(
-      GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY);
-  options.pem_root_certs = pems->ca;
-  options.pem_key_cert_pairs.push_back({pems->key, pems->cert});
-  return grpc::SslServerCredentials(options);
+  auto check = ClientCertificateCheck::create(pems->ca);
+  if (!check.is_ok()) return check.status();
+  namespace tls = grpc::experimental;
+  auto provider = std::make_shared<tls::StaticDataCertificateProvider>(
+      pems->ca, std::vector<tls::IdentityKeyCertPair>{{pems->key, pems->cert}});
+  tls::TlsServerCredentialsOptions options(provider);
+  options.watch_root_certs();
+  options.watch_identity_key_cert_pairs();
+  // A client certificate is required all the same: the verifier refuses a
+  // client without one, or with one that does not verify against --tls-ca,
+  // and logs why (client_certificates.h); gRPC's own check would refuse it
+  // with one raw line whatever the reason.
+  options.set_cert_request_type(GRPC_SSL_REQUEST_CLIENT_CERTIFICATE_BUT_DONT_VERIFY);
+  options.set_certificate_verifier(client_certificate_verifier(std::move(check).value()));
+  return grpc::experimental::TlsServerCredentials(options);
 }
 
 common::Result<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials(const TlsFiles& files) {
   if (!files.enabled()) return grpc::InsecureChannelCredentials();
-  auto pems = read_all(files);
+  auto pems = read_tls_files(files);
   if (!pems.is_ok()) return pems.status();
   grpc::SslCredentialsOptions options;
   options.pem_root_certs = pems->ca;

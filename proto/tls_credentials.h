@@ -22,14 +22,16 @@ struct TlsFiles {
   bool enabled() const { return !cert.empty() || !key.empty() || !ca.empty(); }
 };
 
-// kInvalidArgument naming the option when only some of the three are given;
-// kNotFound naming the file when one cannot be read. Reading them (below):
-// kInvalidArgument for a file that is not a regular file or not PEM, and for
-// a --tls-key that others can read or another user owns (as for the agent
-// secret, common/secret_file.h).
+// kInvalidArgument naming the option when only some of the three are given.
 common::Status check_tls_files(const TlsFiles& files);
 
-// Insecure credentials when !files.enabled().
+// Insecure credentials when !files.enabled(). The files are read and checked
+// as a set first (tls_files.h: kNotFound naming a file that cannot be read;
+// kInvalidArgument for a file that is not a regular file or not PEM, a
+// --tls-key that others can read or another user owns, a file that holds the
+// wrong kind of thing, a key that does not match the certificate, an expired
+// certificate). The server verifies its clients' certificates itself, to log
+// why it refuses one (client_certificates.h).
 common::Result<std::shared_ptr<grpc::ServerCredentials>> server_credentials(const TlsFiles& files);
 common::Result<std::shared_ptr<grpc::ChannelCredentials>> channel_credentials(const TlsFiles& files);
 

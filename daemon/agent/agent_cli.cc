@@ -104,7 +104,7 @@ AgentCliOutcome parse_agent_command_line(const std::vector<std::string>& args,
       "listen, 2 usage error. See docs/agent.md.");
   app.set_version_flag("--version", std::string("hvd-agent (hvd) ") + HVD_VERSION);
 
-  std::string listen, slots, orphan_grace, log_level;
+  std::string listen, slots, orphan_grace, log_level, containment;
   proto::TlsFiles tls;
   common::SecretOptions secret;
   bool exit_on_stdin_eof = false;
@@ -127,6 +127,11 @@ AgentCliOutcome parse_agent_command_line(const std::vector<std::string>& args,
                  "Seconds a job may go without its launcher before its workers are "
                  "terminated; 0: never (default 30)")
       ->type_name("SECONDS");
+  app.add_option("--containment", containment,
+                 "How a job's processes are kept together: auto (a cgroup v2 per job where "
+                 "one can be made, else a subreaper), cgroup (required) or subreaper "
+                 "[env HVD_CONTAINMENT] (default auto)")
+      ->type_name("MODE");
   app.add_option("--log-level", log_level,
                  "trace, debug, info, warning, error, fatal or off (default info)")
       ->type_name("LEVEL");
@@ -158,6 +163,18 @@ AgentCliOutcome parse_agent_command_line(const std::vector<std::string>& args,
     auto level = common::parse_log_level(log_level);
     if (!level.is_ok()) return usage_error("--log-level: " + level.status().message());
     config.log_level = *level;
+  }
+  if (app.count("--containment") == 0) {
+    const char* from_env = lookup(kContainmentEnv);
+    if (from_env && *from_env) {
+      containment = from_env;
+      config.containment_source = std::string(kContainmentEnv) + "=";
+    }
+  }
+  if (!containment.empty()) {
+    auto mode = parse_containment_mode(containment);
+    if (!mode.is_ok()) return usage_error(config.containment_source + mode.status().message());
+    config.containment = *mode;
   }
   if (auto s = proto::check_tls_files(tls); !s.is_ok()) return usage_error(s.message());
   config.tls = tls;

@@ -13,6 +13,7 @@
 
 #include "common/cli_values.h"
 #include "common/status.h"
+#include "daemon/agent/containment.h"
 #include "proto/tls_credentials.h"
 
 namespace hvd::daemon {
@@ -43,6 +44,10 @@ struct AgentConfig {
   int slots = 0;            // --slots, else the default given to the parser
   proto::TlsFiles tls;      // all three or none
   std::chrono::milliseconds orphan_grace{30'000};  // 0: never
+  // --containment, else $HVD_CONTAINMENT, else auto (containment.h);
+  // `containment_source` names where it came from in messages.
+  ContainmentMode containment = ContainmentMode::kAuto;
+  std::string containment_source = "--containment ";
   spdlog::level::level_enum log_level = spdlog::level::info;
 };
 

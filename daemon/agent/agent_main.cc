@@ -12,6 +12,7 @@
 #include "daemon/agent/agent_runner.h"
 #include "daemon/agent/agent_signals.h"
 #include "daemon/agent/host_info.h"
+#include "proto/grpc_log.h"
 
 int main(int argc, char** argv) {
   using namespace hvd::daemon;
@@ -29,6 +30,8 @@ int main(int argc, char** argv) {
     }
     const AgentConfig& config = std::get<AgentConfig>(outcome);
     hvd::common::init_logging("hvd-agent", config.log_level);
+    // gRPC's own lines (a failed TLS handshake) in hvd's format.
+    hvd::proto::route_grpc_log();
     return run_agent(config, wait_for_stop_signal);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "hvd-agent: error: internal error: %s\n", e.what());

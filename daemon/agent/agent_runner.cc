@@ -13,6 +13,7 @@
 #include "common/input_file.h"
 #include "common/secret_file.h"
 #include "daemon/agent/agent_service.h"
+#include "daemon/agent/containment.h"
 #include "proto/grpc_server.h"
 #include "daemon/agent/listen_probe.h"
 
@@ -81,6 +82,11 @@ int run_agent(const AgentConfig& config, const std::function<int()>& wait_for_st
   auto credentials = proto::server_credentials(config.tls);
   if (!credentials.is_ok()) return fail(agent_exit::kUsage, credentials.status().message());
 
+  // cgroup or subreaper (containment.h); a required cgroup that cannot be
+  // made is refused like an unusable file.
+  auto containment = configure_containment(config.containment, config.containment_source);
+  if (!containment.is_ok()) return fail(agent_exit::kUsage, containment.status().message());
+
   // gRPC only says that it could not listen; the probe says why.
   if (auto probe = probe_listen(config.listen); !probe.is_ok()) {
     return fail(agent_exit::kFailure, probe.message());
@@ -92,7 +98,7 @@ int run_agent(const AgentConfig& config, const std::function<int()>& wait_for_st
   options.orphan_grace = config.orphan_grace;
   AgentService service(std::move(options));
 
-  ServerOptions server_options;
+  ServerOptions server_options = agent_server_options();
   server_options.credentials = std::move(credentials).value();
   // max_receive_bytes: the largest request of the service's methods.
   server_options.keepalive_ms = kKeepaliveMs;
@@ -108,6 +114,7 @@ int run_agent(const AgentConfig& config, const std::function<int()>& wait_for_st
                config.tls.enabled() ? "mutual" : "off",
                static_cast<double>(config.orphan_grace.count()) / 1000.0,
                service.call_gate().max_request_bytes());
+  spdlog::info("containment: {}", containment->describe());
   // The ready line: scripts and tests wait for it (and read the port from it).
   if (config.exit_on_stdin_eof && !spdlog::should_log(spdlog::level::info)) {
     // Job-scoped (hvdrun --ssh): the launcher reads the port from this line.

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "daemon/agent/agent_requests.h"
+#include "daemon/agent/containment.h"
 #include "daemon/agent/host_info.h"
 #include "daemon/agent/job_events.h"
 #include "daemon/agent/orphan_timer.h"
@@ -163,6 +164,13 @@ struct AgentService::State {
   OrphanTimer orphans;  // last: its thread stops before the rest is destroyed
 };
 
+ServerOptions agent_server_options() {
+  ServerOptions options;
+  options.max_concurrent_streams = kAgentStreamsPerConnection;
+  options.stream_window_bytes = kAgentStreamWindowBytes;
+  return options;
+}
+
 AgentService::AgentService(AgentOptions options)
     : state_(std::make_unique<State>(std::move(options))) {}
 
@@ -221,11 +229,14 @@ grpc::Status AgentService::Launch(grpc::ServerContext* ctx, const hvd::v1::Launc
   const std::string& job_id = req->job_id();
   if (req->append()) return append(*ctx, *req, reply);
   auto job = std::make_shared<Job>(req->workers_size());
-  job->supervisor =
-      std::make_shared<Supervisor>([events = job->events, job_id](const ProcessEvent& event) {
+  // The workers' pipes are read only while the job's queue has room.
+  job->supervisor = std::make_shared<Supervisor>(
+      [events = job->events, job_id](const ProcessEvent& event) {
         log_event(job_id, event);
         events->push(event);
-      });
+      },
+      [events = job->events] { return events->has_room(); });
+  job->events->on_room(job->supervisor->output_waker());
   {
     std::lock_guard lock(state_->mu);
     if (state_->shut_down) {
@@ -388,6 +399,7 @@ grpc::Status AgentService::Info(grpc::ServerContext* /*ctx*/, const hvd::v1::Inf
     for (auto& address : iface.addresses) out->add_addresses(address);
   }
   reply->set_version(HVD_VERSION);
+  reply->set_containment(current_containment().describe());
   return grpc::Status::OK;
 }
 

@@ -15,7 +15,10 @@
 // - Watch: one watcher per job at a time (FAILED_PRECONDITION otherwise).
 //   Streams from the job's first event; an event leaves the queue only once
 //   written, so a new Watch after a broken one goes on where it stopped.
-//   Per worker, its output comes before its exit event. Ends OK after the
+//   Per worker, its output comes before its exit event. No output is
+//   dropped: past a few MiB queued (JobEvents) the workers' pipes are not
+//   read until the stream takes them, so a slow watcher (or none yet) makes
+//   the workers block in their writes. Ends OK after the
 //   last worker's exit event; CANCELLED on client cancel or shutdown().
 //   Once a Watch ended OK, processes still left in the job's process groups
 //   (children of workers) are killed and the job's resources released; the
@@ -37,6 +40,7 @@
 
 #include "hvd/v1/agent.grpc.pb.h"
 #include "proto/call_gate.h"
+#include "proto/grpc_server.h"
 
 namespace hvd::daemon {
 
@@ -47,6 +51,17 @@ struct AgentOptions {
   // 0: never (hvd-agent's default is 30 s).
   std::chrono::milliseconds orphan_grace{0};
 };
+
+// The server settings of every Agent server (hvd-agent, the agent embedded
+// in hvdrun): at most kAgentStreamsPerConnection calls per connection, each
+// with a receive window of kAgentStreamWindowBytes that is never grown, so
+// that a connection has at most 100 x 64 KiB = 6.25 MiB in flight towards
+// the agent, authenticated or not (docs/security.md, "Work before
+// authentication"). A launcher needs a few calls per agent at a time (its
+// job's Watch, a Launch, a Signal, Info probes).
+inline constexpr int kAgentStreamsPerConnection = 100;
+inline constexpr int kAgentStreamWindowBytes = 64 * 1024;
+ServerOptions agent_server_options();
 
 class AgentService final : public hvd::v1::Agent::Service, public proto::GatedService {
  public:

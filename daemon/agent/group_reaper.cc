@@ -18,8 +18,10 @@ namespace hvd::daemon {
 
 namespace {
 
-// The reaper's list; written only in the forked child (its own copy).
+// The reaper's list and cgroup; written only in the forked child (its own copy).
 pid_t g_groups[GroupReaper::kMaxGroups];
+char g_cgroup[GroupReaper::kMaxCgroupPath + 32];
+size_t g_cgroup_size = 0;
 
 // Async-signal-safe from here to reaper_main's end.
 void ignore(int sig) {
@@ -45,8 +47,54 @@ void apply(char kind, pid_t pgid, int* count) {
   }
 }
 
+// g_cgroup + `file`, NUL-terminated, in `path` (sizeof g_cgroup).
+void cgroup_file(const char* file, char* path) {
+  size_t at = 0;
+  for (; at < g_cgroup_size; ++at) path[at] = g_cgroup[at];
+  for (; *file; ++file) path[at++] = *file;
+  path[at] = '\0';
+}
+
+bool cgroup_populated() {
+  char path[sizeof(g_cgroup)];
+  cgroup_file("/cgroup.events", path);
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char text[256];
+  const ssize_t n = read(fd, text, sizeof(text) - 1);
+  close(fd);
+  if (n <= 0) return false;
+  text[n] = '\0';
+  const char* key = "populated 1";
+  for (ssize_t i = 0; i + 11 <= n; ++i) {
+    int j = 0;
+    while (j < 11 && text[i + j] == key[j]) ++j;
+    if (j == 11) return true;
+  }
+  return false;
+}
+
+// cgroup.kill, then rmdir once it is empty (within 2 s).
+void end_cgroup() {
+  if (g_cgroup_size == 0) return;
+  char path[sizeof(g_cgroup)];
+  cgroup_file("/cgroup.kill", path);
+  const int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd >= 0) {
+    [[maybe_unused]] ssize_t n = write(fd, "1", 1);
+    close(fd);
+  }
+  for (int i = 0; i < 400 && cgroup_populated(); ++i) {
+    const timespec tick{0, 5'000'000};
+    nanosleep(&tick, nullptr);
+  }
+  cgroup_file("", path);
+  rmdir(path);
+}
+
 [[noreturn]] void reaper_main(int read_fd) {
   prctl(PR_SET_NAME, "hvd-reaper");  // in ps -o comm, apart from its parent
+  setpgid(0, 0);                     // out of its parent's group (kill -9 -PGID)
   // Signals meant for hvdrun's process group (Ctrl-C) or for the agent are
   // not its business: it ends when the pipe does.
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGPIPE, SIGUSR1, SIGUSR2, SIGTSTP}) {
@@ -66,13 +114,23 @@ void apply(char kind, pid_t pgid, int* count) {
   char buffer[4096];
   char kind = 0;
   pid_t value = 0;
+  bool in_cgroup_line = false;
   while (true) {
     const ssize_t n = read(read_fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     for (ssize_t i = 0; i < n; ++i) {
       const char c = buffer[i];
-      if (c == '+' || c == '-') {
+      if (in_cgroup_line) {  // "c<path>\n"
+        if (c == '\n') {
+          in_cgroup_line = false;
+        } else if (g_cgroup_size < GroupReaper::kMaxCgroupPath) {
+          g_cgroup[g_cgroup_size++] = c;
+        }
+      } else if (c == 'c') {
+        in_cgroup_line = true;
+        g_cgroup_size = 0;
+      } else if (c == '+' || c == '-') {
         kind = c;
         value = 0;
       } else if (c == 'q') {
@@ -86,6 +144,7 @@ void apply(char kind, pid_t pgid, int* count) {
     }
   }
   for (int i = 0; i < count; ++i) kill(-g_groups[i], SIGKILL);
+  end_cgroup();
   _exit(0);
 }
 
@@ -114,6 +173,7 @@ void GroupReaper::start_locked() {
   }
   pid_ = pid;
   write_fd_ = fds[1];
+  if (!cgroup_.empty()) send_text_locked("c" + cgroup_ + "\n");
 }
 
 void GroupReaper::stop() {
@@ -143,11 +203,17 @@ void GroupReaper::stop() {
 }
 
 void GroupReaper::send_locked(char kind, pid_t pgid) {
-  if (write_fd_ < 0) return;
   char line[32];
   const int n = std::snprintf(line, sizeof(line), "%c%d\n", kind, static_cast<int>(pgid));
-  // Short lines: one send each.
-  while (::send(write_fd_, line, static_cast<size_t>(n), MSG_NOSIGNAL) < 0 && errno == EINTR) {
+  send_text_locked(std::string_view(line, static_cast<size_t>(n)));
+}
+
+void GroupReaper::send_text_locked(std::string_view text) {
+  while (write_fd_ >= 0 && !text.empty()) {
+    const ssize_t n = ::send(write_fd_, text.data(), text.size(), MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // the reaper is gone
+    text.remove_prefix(static_cast<size_t>(n));
   }
 }
 
@@ -155,6 +221,17 @@ void GroupReaper::add(pid_t pgid) {
   std::lock_guard lock(mu_);
   if (pid_ <= 0) start_locked();
   send_locked('+', pgid);
+}
+
+void GroupReaper::set_cgroup(const std::string& dir) {
+  std::lock_guard lock(mu_);
+  if (dir.size() > kMaxCgroupPath || dir.find('\n') != std::string::npos) {
+    spdlog::warn("the cgroup {} is not guarded if this process is killed: its path is too long",
+                 dir);
+    return;
+  }
+  cgroup_ = dir;
+  send_text_locked("c" + cgroup_ + "\n");
 }
 
 void GroupReaper::remove(pid_t pgid) {

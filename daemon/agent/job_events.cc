@@ -1,7 +1,5 @@
 #include "daemon/agent/job_events.h"
 
-#include <spdlog/spdlog.h>
-
 namespace hvd::daemon {
 
 namespace {
@@ -16,56 +14,63 @@ bool JobEvents::add_workers(int n) {
 }
 
 void JobEvents::push(const ProcessEvent& event) {
-  hvd::v1::WatchEvent out;
-  size_t bytes = 64;
-  if (event.kind == ProcessEvent::Kind::kOutput) {
-    auto* line = out.mutable_output();
-    line->set_rank(event.rank);
-    line->set_stream(event.is_stderr ? hvd::v1::STDERR : hvd::v1::STDOUT);
-    line->set_text(event.text);
-    bytes += event.text.size();
-  } else if (event.kind == ProcessEvent::Kind::kState) {
-    auto* state = out.mutable_state();
-    state->set_rank(event.rank);
-    state->set_pid(event.pid);
-    state->set_state(event.stopped ? hvd::v1::ProcessState::STOPPED
-                                   : hvd::v1::ProcessState::RUNNING);
-  } else {
-    auto* exit = out.mutable_exit();
-    exit->set_rank(event.rank);
-    exit->set_pid(event.pid);
-    exit->set_exit_code(event.exit_code);
-    exit->set_signal(event.signal);
-  }
+  bool was_empty = false;
   {
     std::lock_guard lock(mu_);
     if (discarded_) return;
-    if (out.has_output() && queued_bytes_ + bytes > kMaxQueuedBytes) {
-      if (dropped_lines_++ == 0) {
-        spdlog::warn("agent: more than {} MiB of output queued; dropping lines until the "
-                     "watcher catches up", kMaxQueuedBytes >> 20);
+    was_empty = queue_.empty();
+    if (event.kind == ProcessEvent::Kind::kOutput) {
+      const hvd::v1::Stream stream = event.is_stderr ? hvd::v1::STDERR : hvd::v1::STDOUT;
+      const size_t bytes = event.text.size() + kLineOverhead;
+      // The line joins the last event when that holds the same stream's lines.
+      Queued* last = was_empty ? nullptr : &queue_.back();
+      if (last == nullptr || !last->event.has_output() ||
+          last->event.output().rank() != event.rank ||
+          last->event.output().stream() != stream ||
+          last->output_bytes + bytes > kMaxEventBytes) {
+        last = &queue_.emplace_back();
+        auto* lines = last->event.mutable_output();
+        lines->set_rank(event.rank);
+        lines->set_stream(stream);
       }
-      return;
+      last->event.mutable_output()->add_lines(event.text);
+      last->output_bytes += bytes;
+      output_bytes_ += bytes;
+      if (output_bytes_ >= kMaxQueuedBytes) full_ = true;
+    } else if (event.kind == ProcessEvent::Kind::kState) {
+      auto* state = queue_.emplace_back().event.mutable_state();
+      state->set_rank(event.rank);
+      state->set_pid(event.pid);
+      state->set_state(event.stopped ? hvd::v1::ProcessState::STOPPED
+                                     : hvd::v1::ProcessState::RUNNING);
+    } else {
+      auto* exit = queue_.emplace_back().event.mutable_exit();
+      exit->set_rank(event.rank);
+      exit->set_pid(event.pid);
+      exit->set_exit_code(event.exit_code);
+      exit->set_signal(event.signal);
+      ++exited_;
     }
-    if (dropped_lines_ > 0) {
-      hvd::v1::WatchEvent notice;
-      auto* line = notice.mutable_output();
-      line->set_rank(event.rank);
-      line->set_stream(hvd::v1::STDERR);
-      line->set_text("hvd-agent: " + std::to_string(dropped_lines_) +
-                     " line(s) of output dropped: they were not read in time");
-      dropped_lines_ = 0;
-      push_locked(std::move(notice), 128);
-    }
-    if (out.has_exit()) ++exited_;
-    push_locked(std::move(out), bytes);
   }
-  changed_.notify_all();
+  // A watcher waits only for an empty queue.
+  if (was_empty) changed_.notify_all();
 }
 
-void JobEvents::push_locked(hvd::v1::WatchEvent event, size_t bytes) {
-  queue_.emplace_back(std::move(event), bytes);
-  queued_bytes_ += bytes;
+bool JobEvents::has_room() const {
+  std::lock_guard lock(mu_);
+  return discarded_ || !full_;
+}
+
+void JobEvents::on_room(std::function<void()> wake) {
+  std::lock_guard lock(mu_);
+  wake_ = std::move(wake);
+}
+
+bool JobEvents::written_locked(size_t bytes) {
+  output_bytes_ -= bytes;
+  if (!full_ || output_bytes_ > kMaxQueuedBytes / 2) return false;
+  full_ = false;
+  return true;
 }
 
 void JobEvents::close(const grpc::Status& why) {
@@ -77,14 +82,18 @@ void JobEvents::close(const grpc::Status& why) {
 }
 
 void JobEvents::discard(const grpc::Status& why) {
+  std::function<void()> wake;
   {
     std::lock_guard lock(mu_);
     discarded_ = true;
     queue_.clear();
-    queued_bytes_ = 0;
+    output_bytes_ = 0;
+    full_ = false;
     closed_ = why;
+    wake = wake_;
   }
   changed_.notify_all();
+  if (wake) wake();  // the Supervisor reads (and drops) again
 }
 
 grpc::Status JobEvents::watch(const std::function<bool(const hvd::v1::WatchEvent&)>& write,
@@ -98,15 +107,24 @@ grpc::Status JobEvents::watch(const std::function<bool(const hvd::v1::WatchEvent
     for (;;) {
       if (discarded_) return *closed_;
       while (!queue_.empty()) {
-        // Written without the lock; taken off the queue only once written.
-        hvd::v1::WatchEvent event = queue_.front().first;
-        lock.unlock();
-        const bool written = write(event);
-        lock.lock();
-        if (!written) return {grpc::StatusCode::CANCELLED, "the watcher went away"};
-        if (discarded_) return *closed_;  // the queue was cleared meanwhile
-        queued_bytes_ -= queue_.front().second;
+        // Written without the lock, off the queue (later lines start a new
+        // event meanwhile); back at its front when the write fails.
+        Queued item = std::move(queue_.front());
         queue_.pop_front();
+        lock.unlock();
+        const bool written = write(item.event);
+        lock.lock();
+        if (discarded_) return *closed_;  // the queue was cleared meanwhile
+        if (!written) {
+          queue_.push_front(std::move(item));
+          return {grpc::StatusCode::CANCELLED, "the watcher went away"};
+        }
+        if (written_locked(item.output_bytes) && wake_) {
+          auto wake = wake_;
+          lock.unlock();
+          wake();
+          lock.lock();
+        }
       }
       if (exited_ >= workers_) return grpc::Status::OK;
       if (closed_) return *closed_;

@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -22,7 +23,9 @@
 #include <thread>
 
 #include "common/child_process.h"
+#include "daemon/agent/containment.h"
 #include "daemon/agent/group_reaper.h"
+#include "daemon/agent/job_cgroup.h"
 #include "daemon/agent/line_splitter.h"
 #include "daemon/agent/proc_state.h"
 #include "daemon/agent/process_groups.h"
@@ -43,11 +46,14 @@ constexpr milliseconds kSpawnAnswer{30'000};  // for the thread to fork
 constexpr milliseconds kAfterKill{2'000};     // for SIGKILLed groups to vanish
 constexpr milliseconds kReapWait{1'000};      // for the thread to reap them
 constexpr size_t kReadChunk = 64 * 1024;
-constexpr size_t kDrainLimit = 16 * 1024 * 1024;  // read after a process exited
+// After a process exited, what its pipes hold then is read, up to this (a
+// pipe holds 64 KiB unless its writer grew it, to 1 MiB without privileges).
+constexpr size_t kDrainLimit = 16 * 1024 * 1024;
 
 struct Child {
   int rank = 0;
   pid_t pid = -1;
+  pid_t wait_pid = -1;  // its keeper, or pid (common::StartedChild)
   UniqueFd pidfd;
   UniqueFd pipes[2];  // stdout, stderr
   LineSplitter lines[2];
@@ -61,6 +67,12 @@ struct SpawnRequest {
   std::promise<Result<int64_t>> result;
 };
 
+// Wakes the thread polling the eventfd `fd`.
+void poke(int fd) {
+  const uint64_t one = 1;
+  [[maybe_unused]] ssize_t n = ::write(fd, &one, sizeof(one));
+}
+
 Status stopping_error() {
   return {common::StatusCode::kCancelled, "the process supervisor is shutting down"};
 }
@@ -68,13 +80,15 @@ Status stopping_error() {
 }  // namespace
 
 struct Supervisor::Impl {
-  explicit Impl(EventSink s);
+  Impl(EventSink s, OutputRoom room);
 
   void run();
   void loop();
   void take_requests(bool stopping);
   void start(SpawnRequest& request);
+  // Reads once, or (drain) what the pipe holds now.
   void read_pipe(Child& child, int stream, bool drain);
+  bool output_room();
   bool try_reap(Child& child);
   void sample_states();
   void emit_output(const Child& child, int stream, std::string line);
@@ -84,7 +98,10 @@ struct Supervisor::Impl {
   void wake_thread();
 
   EventSink sink;
-  UniqueFd wake;     // eventfd: requests are waiting, or stop
+  OutputRoom room;
+  // eventfd: requests are waiting, stop, or room for output; shared with
+  // the output wakers, which may outlive this.
+  std::shared_ptr<UniqueFd> wake;
   UniqueFd devnull;  // stdin of every child
   std::thread thread;
 
@@ -97,6 +114,9 @@ struct Supervisor::Impl {
   std::map<int, pid_t> rank_groups;  // the latest process group of each rank
   std::set<pid_t> unreaped;
   GroupReaper reaper;  // kills the groups' orphans when this process dies
+  // The job's cgroup (containment.h); without one, every worker has a keeper.
+  // After the reaper: destroyed (killed, removed) while the reaper runs.
+  std::unique_ptr<JobCgroup> cgroup;
 
   // Owned by the supervisor thread.
   std::vector<std::unique_ptr<Child>> children;
@@ -104,11 +124,13 @@ struct Supervisor::Impl {
   Clock::time_point next_sample{};
 };
 
-Supervisor::Impl::Impl(EventSink s) : sink(std::move(s)) {
-  wake = UniqueFd(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-  if (!wake.valid()) throw std::system_error(errno, std::generic_category(), "eventfd");
+Supervisor::Impl::Impl(EventSink s, OutputRoom r) : sink(std::move(s)), room(std::move(r)) {
+  wake = std::make_shared<UniqueFd>(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake->valid()) throw std::system_error(errno, std::generic_category(), "eventfd");
   devnull = above_stdio(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull.valid()) throw std::system_error(errno, std::generic_category(), "/dev/null");
+  cgroup = make_job_cgroup(current_containment());
+  if (cgroup) reaper.set_cgroup(cgroup->path());
 }
 
 void Supervisor::Impl::run() {
@@ -154,12 +176,15 @@ void Supervisor::Impl::loop() {
 
     fds.clear();
     owners.clear();
-    fds.push_back({wake.get(), POLLIN, 0});
+    fds.push_back({wake->get(), POLLIN, 0});
     owners.emplace_back(nullptr, -1);
     bool without_pidfd = false;
+    // Without room for output the pipes wait (the processes block once
+    // they are full); output_waker() ends the poll when there is room.
+    const bool reading = output_room();
     for (auto& child : children) {
       for (int s : {0, 1}) {
-        if (!child->pipes[s].valid()) continue;
+        if (!reading || !child->pipes[s].valid()) continue;
         fds.push_back({child->pipes[s].get(), POLLIN, 0});
         owners.emplace_back(child.get(), s);
       }
@@ -181,10 +206,10 @@ void Supervisor::Impl::loop() {
       auto [child, what] = owners[i];
       if (what == -1) {
         uint64_t count = 0;
-        [[maybe_unused]] ssize_t n = ::read(wake.get(), &count, sizeof(count));
+        [[maybe_unused]] ssize_t n = ::read(wake->get(), &count, sizeof(count));
       } else if (what == 2) {
         try_reap(*child);
-      } else if (child->pipes[what].valid()) {
+      } else if (child->pipes[what].valid() && output_room()) {
         read_pipe(*child, what, false);
       }
     }
@@ -220,7 +245,10 @@ void Supervisor::Impl::take_requests(bool stop) {
 }
 
 void Supervisor::Impl::start(SpawnRequest& request) {
-  auto started = start_child(request.spec, request.path, devnull.get());
+  common::StartOptions contained;
+  contained.cgroup_procs_fd = cgroup ? cgroup->procs_fd() : -1;
+  contained.keeper = !cgroup;
+  auto started = start_child(request.spec, request.path, devnull.get(), contained);
   if (!started.is_ok()) {
     spdlog::info("cannot start rank {}: {}", request.spec.rank, started.status().message());
     request.result.set_value(started.status());
@@ -229,6 +257,7 @@ void Supervisor::Impl::start(SpawnRequest& request) {
   auto child = std::make_unique<Child>();
   child->rank = request.spec.rank;
   child->pid = started->pid;
+  child->wait_pid = started->wait_pid;
   child->pidfd = std::move(started->pidfd);
   child->pipes[0] = std::move(started->stdout_fd);
   child->pipes[1] = std::move(started->stderr_fd);
@@ -245,16 +274,27 @@ void Supervisor::Impl::start(SpawnRequest& request) {
   request.result.set_value(static_cast<int64_t>(pid));
 }
 
+bool Supervisor::Impl::output_room() { return !room || room(); }
+
 void Supervisor::Impl::read_pipe(Child& child, int stream, bool drain) {
   auto emit_line = [&](std::string line) { emit_output(child, stream, std::move(line)); };
   UniqueFd& fd = child.pipes[stream];
+  // Draining reads what the pipe holds now, not what children of the
+  // process that keep it open write on.
+  size_t limit = 1;
+  if (drain) {
+    int held = 0;
+    limit = ::ioctl(fd.get(), FIONREAD, &held) == 0
+                ? std::min(static_cast<size_t>(std::max(held, 0)), kDrainLimit)
+                : kDrainLimit;
+  }
   size_t total = 0;
   while (fd.valid()) {
     const ssize_t n = ::read(fd.get(), buffer.data(), buffer.size());
     if (n > 0) {
       child.lines[stream].feed(std::string_view(buffer.data(), static_cast<size_t>(n)), emit_line);
       total += static_cast<size_t>(n);
-      if (!drain || total >= kDrainLimit) return;
+      if (total >= limit) return;
       continue;
     }
     if (n < 0 && errno == EINTR) continue;
@@ -269,7 +309,7 @@ bool Supervisor::Impl::try_reap(Child& child) {
   int status = 0;
   pid_t r = 0;
   do {
-    r = ::waitpid(child.pid, &status, WNOHANG);
+    r = ::waitpid(child.wait_pid, &status, WNOHANG);
   } while (r < 0 && errno == EINTR);
   if (r == 0) return false;
 
@@ -348,6 +388,7 @@ void Supervisor::Impl::emit(const ProcessEvent& event) {
 void Supervisor::Impl::kill_all_groups() {
   std::lock_guard lock(mu);
   signal_groups(groups, SIGKILL);
+  if (cgroup) cgroup->kill();
 }
 
 void Supervisor::Impl::prune_groups() {
@@ -363,15 +404,15 @@ void Supervisor::Impl::prune_groups() {
     none_left = groups.empty();
   }
   for (pid_t g : gone) reaper.remove(g);
-  if (none_left) reaper.stop();
+  if (none_left && !cgroup) reaper.stop();  // a cgroup may hold orphans of gone groups
 }
 
 void Supervisor::Impl::wake_thread() {
-  const uint64_t one = 1;
-  [[maybe_unused]] ssize_t n = ::write(wake.get(), &one, sizeof(one));
+  poke(wake->get());
 }
 
-Supervisor::Supervisor(EventSink sink) : impl_(std::make_unique<Impl>(std::move(sink))) {
+Supervisor::Supervisor(EventSink sink, OutputRoom output_room)
+    : impl_(std::make_unique<Impl>(std::move(sink), std::move(output_room))) {
   impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
 }
 
@@ -454,8 +495,17 @@ int Supervisor::terminate_all(std::chrono::milliseconds grace) {
       });
     });
   }
+  // What the workers left outside their groups (setsid, daemons): their
+  // keepers ended it with them; a cgroup holds it until now.
+  if (impl_->cgroup && !impl_->cgroup->kill_and_wait(kAfterKill)) {
+    spdlog::warn("processes of the cgroup {} survived SIGKILL", impl_->cgroup->path());
+  }
   impl_->prune_groups();
   return killed;
+}
+
+std::function<void()> Supervisor::output_waker() const {
+  return [wake = impl_->wake] { poke(wake->get()); };
 }
 
 int Supervisor::running() const {

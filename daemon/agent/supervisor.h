@@ -1,10 +1,14 @@
 // Process supervisor: spawns worker processes, each in its own process group
-// (and with PR_SET_PDEATHSIG so none outlives a killed parent), captures
+// (and with PR_SET_PDEATHSIG so none outlives a killed parent), contained as
+// containment.h says (the job's cgroup, or a keeper per worker), captures
 // stdout and stderr line by line, reports exits, and terminates process
 // groups (SIGTERM, grace period, SIGKILL), and says when a process stops
 // (state T in /proc: SIGSTOP, a debugger) or runs again, sampled every
 // kStateSample. One supervisor thread owns every child: it forks, polls the
-// pipes and pidfds, samples and reaps.
+// pipes and pidfds, samples and reaps. Output flow control: while the
+// owner's output_room() says no, the pipes are not read, so the processes
+// block in their writes once the pipes are full (as on a slow terminal); a
+// process blocked so is alive and running, not stopped.
 #pragma once
 
 #include <chrono>
@@ -52,7 +56,13 @@ class Supervisor {
   // quickly and must not call terminate_all() or destroy the Supervisor.
   using EventSink = std::function<void(const ProcessEvent&)>;
 
-  explicit Supervisor(EventSink sink);
+  // Whether the sink takes more output now; empty: always. Called on the
+  // supervisor thread before each read of a pipe (it must be quick). Once it
+  // turns true again, call the output_waker(). Only what a process left in
+  // its pipes when it exited is read regardless (its exit event follows it).
+  using OutputRoom = std::function<bool()>;
+
+  explicit Supervisor(EventSink sink, OutputRoom output_room = {});
   // SIGKILLs every process group still alive, then joins the thread.
   ~Supervisor();
   Supervisor(const Supervisor&) = delete;
@@ -74,7 +84,12 @@ class Supervisor {
   // A group counts as gone once only zombies are left in it (an orphaned
   // grandchild waits for init to reap it). It also waits (up to 1 s) for the
   // leaders to be reaped, so their kExit events are out when it returns.
+  // Then what is left in the job's cgroup (outside the groups) is SIGKILLed.
   int terminate_all(std::chrono::milliseconds grace);
+
+  // Wakes the supervisor thread to read the pipes again (output_room() may
+  // have turned true). It may outlive the Supervisor (then it does nothing).
+  std::function<void()> output_waker() const;
 
   // Number of spawned processes that have not been reaped yet; drops before
   // the process's kExit event is delivered.

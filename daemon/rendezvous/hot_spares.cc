@@ -48,6 +48,13 @@ bool HotSpares::promote(int spare, int slot) {
   return waits;
 }
 
+std::optional<int> HotSpares::promoted_slot(int spare) const {
+  std::lock_guard lock(mu_);
+  auto it = promoted_.find(spare);
+  if (it == promoted_.end()) return std::nullopt;
+  return it->second;
+}
+
 std::vector<int> HotSpares::waiting() const {
   std::lock_guard lock(mu_);
   std::vector<int> out;

@@ -28,6 +28,8 @@ class HotSpares {
   // joins the next round at once), false when it is still on its way to
   // hvd.init() (it gets the slot when it arrives).
   bool promote(int spare, int slot);
+  // The slot `spare` was promoted into; nullopt while it is not.
+  std::optional<int> promoted_slot(int spare) const;
   // The spares waiting now, ascending.
   std::vector<int> waiting() const;
   void close();

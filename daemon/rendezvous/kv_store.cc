@@ -3,9 +3,33 @@
 #include <algorithm>
 #include <charconv>
 
+#include "common/printable.h"
+
 namespace hvd::daemon {
 
 namespace {
+
+size_t entry_bytes(const std::string& key, size_t value_bytes) {
+  return key.size() + value_bytes + KvStore::kEntryBytes;
+}
+
+// OK when `held` grown by `bytes` and `keys` stays within `quota`; else
+// kFailedPrecondition naming the quota ("the store quota of a slot").
+Status within(const std::string& whose, const KvStore::Usage& held, size_t bytes, size_t keys,
+              const KvStore::Quota& quota, const char* of) {
+  if (quota.bytes > 0 && held.bytes + bytes > quota.bytes) {
+    return common::failed_precondition(
+        whose + " would take " + std::to_string(held.bytes + bytes) +
+        " bytes of the rendezvous store, over the store quota " + of + " (" +
+        std::to_string(quota.bytes) + " bytes)");
+  }
+  if (quota.keys > 0 && held.keys + keys > quota.keys) {
+    return common::failed_precondition(whose + " would be " + std::to_string(held.keys + keys) +
+                                       " keys, over the store quota " + of + " (" +
+                                       std::to_string(quota.keys) + " keys)");
+  }
+  return Status::ok();
+}
 
 std::string join_keys(const std::vector<std::string>& keys) {
   std::string out;
@@ -18,11 +42,81 @@ std::string join_keys(const std::vector<std::string>& keys) {
 
 }  // namespace
 
+void KvStore::set_quotas(Quota job, Quota per_slot) {
+  std::lock_guard lock(mu_);
+  job_quota_ = job;
+  slot_quota_ = per_slot;
+}
+
+KvStore::Usage KvStore::usage() const {
+  std::lock_guard lock(mu_);
+  return total_;
+}
+
+KvStore::Usage KvStore::usage_of(int owner) const {
+  std::lock_guard lock(mu_);
+  auto it = owned_.find(owner);
+  return it == owned_.end() ? Usage{} : it->second;
+}
+
+Status KvStore::admit_locked(int writer, const std::string& key, const Entry* entry,
+                             size_t value_bytes) const {
+  if (closed_) return {common::StatusCode::kCancelled, "key-value store is closed"};
+  const int owner = entry != nullptr ? entry->owner : writer;
+  if (writer != kJob && owner != writer) {
+    return {common::StatusCode::kUnauthenticated,
+            "key '" + common::printable(key.substr(0, 256)) + "' belongs to " +
+                (owner == kJob ? std::string("the job") : "slot " + std::to_string(owner)) +
+                ": slot " + std::to_string(writer) + " may change only keys it wrote"};
+  }
+  const size_t old_bytes = entry != nullptr ? entry_bytes(key, entry->value.size()) : 0;
+  const size_t new_bytes = entry_bytes(key, value_bytes);
+  if (new_bytes <= old_bytes && entry != nullptr) return Status::ok();  // it does not grow
+  const size_t grows = new_bytes - old_bytes;
+  const size_t new_keys = entry != nullptr ? 0 : 1;
+  if (writer != kJob) {  // then the owner
+    auto it = owned_.find(owner);
+    const Usage held = it == owned_.end() ? Usage{} : it->second;
+    const std::string whose = "slot " + std::to_string(owner) + "'s keys";
+    HVD_RETURN_IF_ERROR(within(whose, held, grows, new_keys, slot_quota_, "of a slot"));
+  }
+  return within("the job's keys", total_, grows, new_keys, job_quota_, "of the job");
+}
+
+void KvStore::account_locked(int owner, const std::string& key, size_t old_value_bytes,
+                             bool existed, size_t new_value_bytes, bool exists) {
+  const size_t old_bytes = existed ? entry_bytes(key, old_value_bytes) : 0;
+  const size_t new_bytes = exists ? entry_bytes(key, new_value_bytes) : 0;
+  Usage& mine = owned_[owner];
+  for (Usage* u : {&mine, &total_}) {
+    u->bytes = u->bytes - old_bytes + new_bytes;
+    u->keys = u->keys - (existed ? 1 : 0) + (exists ? 1 : 0);
+  }
+  if (mine.keys == 0) owned_.erase(owner);
+}
+
 Status KvStore::set(const std::string& key, const std::string& value) {
+  return set_by(kJob, key, value);
+}
+
+Status KvStore::put_locked(int writer, const std::string& key, std::string value) {
+  auto it = values_.find(key);
+  const Entry* entry = it == values_.end() ? nullptr : &it->second;
+  HVD_RETURN_IF_ERROR(admit_locked(writer, key, entry, value.size()));
+  if (entry == nullptr) {
+    account_locked(writer, key, 0, false, value.size(), true);
+    values_.emplace(key, Entry{std::move(value), writer});
+  } else {
+    account_locked(it->second.owner, key, it->second.value.size(), true, value.size(), true);
+    it->second.value = std::move(value);
+  }
+  return Status::ok();
+}
+
+Status KvStore::set_by(int writer, const std::string& key, std::string value) {
   {
     std::lock_guard lock(mu_);
-    if (closed_) return {common::StatusCode::kCancelled, "key-value store is closed"};
-    values_[key] = value;
+    HVD_RETURN_IF_ERROR(put_locked(writer, key, std::move(value)));
   }
   changed_.notify_all();
   return Status::ok();
@@ -71,11 +165,15 @@ Result<std::vector<std::string>> KvStore::get(const std::vector<std::string>& ke
   }
   std::vector<std::string> out;
   out.reserve(keys.size());
-  for (const auto& k : keys) out.push_back(values_.at(k));
+  for (const auto& k : keys) out.push_back(values_.at(k).value);
   return out;
 }
 
 Result<int64_t> KvStore::add(const std::string& key, int64_t delta) {
+  return add_by(kJob, key, delta);
+}
+
+Result<int64_t> KvStore::add_by(int writer, const std::string& key, int64_t delta) {
   int64_t sum = 0;
   {
     std::lock_guard lock(mu_);
@@ -83,14 +181,14 @@ Result<int64_t> KvStore::add(const std::string& key, int64_t delta) {
     auto it = values_.find(key);
     int64_t current = 0;
     if (it != values_.end()) {
-      const std::string& text = it->second;
+      const std::string& text = it->second.value;
       auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), current);
       if (ec != std::errc() || ptr != text.data() + text.size()) {
         return common::invalid_argument("key '" + key + "' does not hold an integer");
       }
     }
     sum = current + delta;
-    values_[key] = std::to_string(sum);
+    HVD_RETURN_IF_ERROR(put_locked(writer, key, std::to_string(sum)));
   }
   changed_.notify_all();
   return sum;
@@ -105,10 +203,20 @@ Result<bool> KvStore::check(const std::vector<std::string>& keys) {
   return true;
 }
 
-Result<bool> KvStore::remove(const std::string& key) {
+Result<bool> KvStore::remove(const std::string& key) { return remove_by(kJob, key); }
+
+Result<bool> KvStore::remove_by(int writer, const std::string& key) {
   std::lock_guard lock(mu_);
-  if (closed_) return Status{common::StatusCode::kCancelled, "key-value store is closed"};
-  return values_.erase(key) != 0;
+  auto it = values_.find(key);
+  if (it == values_.end()) {
+    if (closed_) return Status{common::StatusCode::kCancelled, "key-value store is closed"};
+    return false;
+  }
+  // Deleting shrinks the store: only the owner's check applies.
+  HVD_RETURN_IF_ERROR(admit_locked(writer, key, &it->second, it->second.value.size()));
+  account_locked(it->second.owner, key, it->second.value.size(), true, 0, false);
+  values_.erase(it);
+  return true;
 }
 
 const std::string* KvStore::abort_reason_locked(const std::string& key) const {
@@ -132,6 +240,7 @@ size_t KvStore::remove_prefix(const std::string& prefix) {
   size_t removed = 0;
   for (auto it = values_.lower_bound(prefix);
        it != values_.end() && it->first.compare(0, prefix.size(), prefix) == 0;) {
+    account_locked(it->second.owner, it->first, it->second.value.size(), true, 0, false);
     it = values_.erase(it);
     ++removed;
   }

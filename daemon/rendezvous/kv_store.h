@@ -1,6 +1,13 @@
 // The rendezvous key-value store: a thread-safe map whose gets wait, with a
 // deadline, for keys to appear. Served over gRPC by RendezvousService and
 // usable in-process (tests run transports over it with ranks as threads).
+//
+// Every key has an owner: the slot whose worker wrote it first (set_by,
+// add_by), or the job (kJob: the common::Store calls, hvdrun, the service, a
+// caller with the job's token). A slot may change or delete only the keys it
+// owns (or create new ones); the job any key. Quotas (set_quotas) bound what
+// the store holds, in all and per owning slot: a key costs its own bytes,
+// its value's and kEntryBytes, and counts as one key.
 #pragma once
 
 #include <condition_variable>
@@ -19,6 +26,37 @@ using common::Status;
 
 class KvStore final : public common::Store {
  public:
+  static constexpr int kJob = -1;
+  // What one key costs besides its own and its value's bytes (the map's
+  // node and the strings' headers, about).
+  static constexpr size_t kEntryBytes = 128;
+  // 0: no limit.
+  struct Quota {
+    size_t bytes = 0;
+    size_t keys = 0;
+  };
+  struct Usage {
+    size_t bytes = 0;
+    size_t keys = 0;
+  };
+
+  // `job`: what the store may hold in all; `per_slot`: what the keys of one
+  // slot may. A write that would go over one is refused (kFailedPrecondition,
+  // naming the quota); a write that does not grow the store never is. Keys
+  // already there stay.
+  void set_quotas(Quota job, Quota per_slot);
+  // What the store holds now: in all, or the keys `owner` owns.
+  Usage usage() const;
+  Usage usage_of(int owner) const;
+
+  // The writes of `writer` (a slot, or kJob). A key another owner holds is
+  // refused to a slot with kUnauthenticated naming its owner; over a quota
+  // with kFailedPrecondition naming it; kCancelled once closed.
+  Status set_by(int writer, const std::string& key, std::string value);
+  Result<int64_t> add_by(int writer, const std::string& key, int64_t delta);
+  Result<bool> remove_by(int writer, const std::string& key);
+
+  // The job's writes (kJob).
   Status set(const std::string& key, const std::string& value) override;
   // kTimeout "timed out after N ms waiting for keys: a, b" naming the missing
   // keys; kCancelled once close() was called.
@@ -46,12 +84,29 @@ class KvStore final : public common::Store {
   void close();
 
  private:
-  std::mutex mu_;
-  std::condition_variable changed_;
+  struct Entry {
+    std::string value;
+    int owner = kJob;
+  };
+
   // The aborted prefix `key` falls under, or null.
   const std::string* abort_reason_locked(const std::string& key) const;
+  // Why `writer` may not change `key` (held as `entry`, null when absent)
+  // to a value of `value_bytes`: OK when it may.
+  Status admit_locked(int writer, const std::string& key, const Entry* entry,
+                      size_t value_bytes) const;
+  // Stores `value` under `key` for `writer` when admit_locked() lets it.
+  Status put_locked(int writer, const std::string& key, std::string value);
+  void account_locked(int owner, const std::string& key, size_t old_value_bytes, bool existed,
+                      size_t new_value_bytes, bool exists);
 
-  std::map<std::string, std::string> values_;
+  mutable std::mutex mu_;
+  std::condition_variable changed_;
+  std::map<std::string, Entry> values_;
+  Quota job_quota_;
+  Quota slot_quota_;
+  Usage total_;
+  std::map<int, Usage> owned_;  // by owner (kJob too); owners with no key are dropped
   std::map<std::string, std::string> aborted_;  // prefix -> reason
   bool closed_ = false;
 };

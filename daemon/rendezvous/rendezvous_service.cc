@@ -9,6 +9,7 @@
 
 #include "daemon/rendezvous/join_messages.h"
 #include "daemon/rendezvous/round_keys.h"
+#include "proto/refusal_log.h"
 #include "proto/rpc_auth.h"
 #include "proto/rpc_status.h"
 
@@ -77,6 +78,33 @@ grpc::Status check_keys(const google::protobuf::RepeatedPtrField<std::string>& k
   return grpc::Status::OK;
 }
 
+// A call a worker's credential does not allow (WorkerRights).
+grpc::Status denied(const char* method, const std::string& why) {
+  std::string text = std::string("Rendezvous.") + method + " refused: " + why;
+  proto::log_refusal(text);
+  return {grpc::StatusCode::PERMISSION_DENIED, std::move(text)};
+}
+
+grpc::Status unknown_caller(const char* method) {
+  return {grpc::StatusCode::UNAUTHENTICATED,
+          std::string("Rendezvous.") + method + " refused: wrong credentials"};
+}
+
+// A write the store refused: another slot's key (PERMISSION_DENIED), over a
+// quota (RESOURCE_EXHAUSTED); others as they are.
+grpc::Status store_refusal(const char* method, const common::Status& status) {
+  const std::string text = std::string("Rendezvous.") + method + " refused: " + status.message();
+  switch (status.code()) {
+    case common::StatusCode::kUnauthenticated:
+      proto::log_refusal(text);
+      return {grpc::StatusCode::PERMISSION_DENIED, text};
+    case common::StatusCode::kFailedPrecondition:
+      proto::log_refusal(text);
+      return {grpc::StatusCode::RESOURCE_EXHAUSTED, text};
+    default: return proto::to_grpc(status);
+  }
+}
+
 hvd::v1::MembershipEvent to_proto(const MembershipChange& change) {
   hvd::v1::MembershipEvent event;
   event.set_sequence(change.sequence);
@@ -91,19 +119,73 @@ hvd::v1::MembershipEvent to_proto(const MembershipChange& change) {
 
 }  // namespace
 
+ServerOptions rendezvous_server_options() {
+  ServerOptions options;
+  options.stream_window_bytes = kRendezvousStreamWindowBytes;
+  return options;
+}
+
+StoreQuotas store_quotas(int slots) {
+  const size_t n = static_cast<size_t>(std::max(slots, 1));
+  constexpr size_t kMiB = size_t{1} << 20;
+  constexpr size_t kKeysPerSlot = 4096;
+  StoreQuotas q;
+  q.per_slot = {8 * kMiB + n * 1024, kKeysPerSlot};
+  q.job = {n * q.per_slot.bytes + 8 * kMiB, n * kKeysPerSlot + 4096};
+  return q;
+}
+
 RendezvousService::RendezvousService(std::string job_token, int world_size)
-    : token_(std::move(job_token)),
+    : credentials_(std::move(job_token)),
       gate_(hvd::v1::Rendezvous::service_full_name(), kRendezvousLimits,
-            [this](const std::string& method, std::optional<std::string_view> token,
-                   std::string_view peer) {
-              return proto::check_token_value(token, token_, method, peer);
-            }),
+            [this](const std::string& method, std::optional<std::string_view> authorization,
+                   std::string_view peer) { return admit(method, authorization, peer); }),
       membership_(world_size),
-      liveness_(world_size) {}
+      liveness_(world_size),
+      rights_(world_size, spares_) {
+  use_quotas(world_size);
+}
+
+void RendezvousService::use_quotas(int slots) {
+  const StoreQuotas quotas = store_quotas(slots);
+  store_.set_quotas(quotas.job, quotas.per_slot);
+}
+
+grpc::Status RendezvousService::admit(const std::string& method,
+                                      std::optional<std::string_view> authorization,
+                                      std::string_view peer) const {
+  std::optional<Caller> caller;
+  grpc::Status status = proto::check_bearer(
+      authorization,
+      [&](std::string_view credential) {
+        caller = credentials_.caller(credential);
+        return caller.has_value();
+      },
+      method, peer);
+  if (!status.ok() || method != "Rendezvous.Set") return status;
+  if (auto why = rights_.barred(*caller)) {
+    std::string text = method + " refused: " + *why;
+    proto::log_refusal(text);
+    return {grpc::StatusCode::RESOURCE_EXHAUSTED, std::move(text)};
+  }
+  return grpc::Status::OK;
+}
+
+std::optional<Caller> RendezvousService::caller_of(const grpc::ServerContext& ctx) const {
+  const auto& metadata = ctx.client_metadata();
+  auto it = metadata.find(proto::kAuthMetadataKey);
+  if (it == metadata.end()) return std::nullopt;
+  auto credential =
+      proto::bearer_credential(std::string_view(it->second.data(), it->second.size()));
+  if (!credential) return std::nullopt;
+  return credentials_.caller(*credential);
+}
 
 void RendezvousService::enable_elastic(int min_size, int slots) {
   rounds_ = std::make_unique<ElasticRounds>(membership_.size(), min_size, &events_);
   slots_ = std::max(slots, membership_.size());
+  rights_.set_slots(slots_);
+  use_quotas(slots_);
 }
 
 void RendezvousService::close() {
@@ -170,6 +252,9 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::Jo
                                      hvd::v1::JoinReply* reply) {
   auto auth = gate_.admitted("Join", *req);
   if (!auth.ok()) return auth;
+  const auto caller = caller_of(*ctx);
+  if (!caller) return unknown_caller("Join");
+  if (auto why = rights_.may_join(*caller, req->rank())) return denied("Join", *why);
   const common::Placement placement = from_request(*req);
   if (rounds_ && (req->rank() < 0 || req->rank() >= slots_)) {
     return invalid("slot " + std::to_string(req->rank()) + " is out of range for " +
@@ -191,7 +276,9 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::Jo
   to_reply(*result, reply);
   // Liveness by slot: the rank a worker was launched as (the same as its
   // rank outside elastic jobs).
-  liveness_.joined(rounds_ ? req->rank() : result->rank, std::chrono::steady_clock::now());
+  const int slot = rounds_ ? req->rank() : result->rank;
+  liveness_.joined(slot, std::chrono::steady_clock::now());
+  rights_.joined(slot, result->round);
   if (result->round > 0) {
     // Every rank has left the round before this one: its keys go.
     size_t removed = store_.remove_prefix(round_key_prefix(result->round - 1));
@@ -208,7 +295,22 @@ grpc::Status RendezvousService::Set(grpc::ServerContext* ctx, const hvd::v1::Set
   if (!auth.ok()) return auth;
   auto s = check_key(req->key());
   if (!s.ok()) return s;
-  return proto::to_grpc(store_.set(req->key(), req->value()));
+  const auto caller = caller_of(*ctx);
+  if (!caller) return unknown_caller("Set");
+  // The value is the handler's to consume: it moves into the store, or,
+  // refused, is freed now rather than when gRPC destroys the request (after
+  // the reply: a flood's next request may have arrived by then).
+  std::string value = std::move(*const_cast<hvd::v1::SetRequest*>(req)->mutable_value());
+  const size_t bytes = value.size();
+  grpc::Status done;
+  if (auto why = rights_.may_write(*caller, req->key())) {
+    done = denied("Set", *why);
+  } else {
+    const int writer = rights_.slot_of(*caller).value_or(KvStore::kJob);
+    done = store_refusal("Set", store_.set_by(writer, req->key(), std::move(value)));
+  }
+  if (!done.ok()) rights_.refused(*caller, bytes, done.error_message());
+  return done;
 }
 
 grpc::Status RendezvousService::Get(grpc::ServerContext* ctx, const hvd::v1::GetRequest* req,
@@ -231,8 +333,12 @@ grpc::Status RendezvousService::Add(grpc::ServerContext* ctx, const hvd::v1::Add
   if (!auth.ok()) return auth;
   auto s = check_key(req->key());
   if (!s.ok()) return s;
-  auto result = store_.add(req->key(), req->delta());
-  if (!result.is_ok()) return proto::to_grpc(result.status());
+  const auto caller = caller_of(*ctx);
+  if (!caller) return unknown_caller("Add");
+  if (auto why = rights_.may_write(*caller, req->key())) return denied("Add", *why);
+  const int writer = rights_.slot_of(*caller).value_or(KvStore::kJob);
+  auto result = store_.add_by(writer, req->key(), req->delta());
+  if (!result.is_ok()) return store_refusal("Add", result.status());
   reply->set_value(result.value());
   return grpc::Status::OK;
 }
@@ -257,8 +363,12 @@ grpc::Status RendezvousService::Delete(grpc::ServerContext* ctx,
   if (!auth.ok()) return auth;
   auto s = check_key(req->key());
   if (!s.ok()) return s;
-  auto result = store_.remove(req->key());
-  if (!result.is_ok()) return proto::to_grpc(result.status());
+  const auto caller = caller_of(*ctx);
+  if (!caller) return unknown_caller("Delete");
+  if (auto why = rights_.may_write(*caller, req->key())) return denied("Delete", *why);
+  const int writer = rights_.slot_of(*caller).value_or(KvStore::kJob);
+  auto result = store_.remove_by(writer, req->key());
+  if (!result.is_ok()) return store_refusal("Delete", result.status());
   reply->set_deleted(result.value());
   return grpc::Status::OK;
 }
@@ -272,6 +382,11 @@ grpc::Status RendezvousService::Heartbeat(grpc::ServerContext* ctx,
   if (req->rank() < 0 || req->rank() >= bound) {
     return invalid("rank " + std::to_string(req->rank()) + " is out of range for size " +
                    std::to_string(bound));
+  }
+  const auto caller = caller_of(*ctx);
+  if (!caller) return unknown_caller("Heartbeat");
+  if (auto why = rights_.may_heartbeat(*caller, req->rank())) {
+    return denied("Heartbeat", *why);
   }
   if (req->leaving()) {
     liveness_.left(req->rank());
@@ -332,6 +447,11 @@ grpc::Status RendezvousService::AwaitPromotion(grpc::ServerContext* ctx,
     return invalid("spare " + std::to_string(req->spare()) +
                    (rounds_ ? " is below the job's " + std::to_string(slots_) + " slots"
                             : " in a job that is not elastic"));
+  }
+  const auto caller = caller_of(*ctx);
+  if (!caller) return unknown_caller("AwaitPromotion");
+  if (auto why = rights_.may_await_promotion(*caller, req->spare())) {
+    return denied("AwaitPromotion", *why);
   }
   auto slot = spares_.await(req->spare(), wait_budget(*ctx, req->timeout_ms()),
                             [ctx] { return ctx->IsCancelled(); });

@@ -1,12 +1,16 @@
 // gRPC Rendezvous service of one job: membership barrier plus key-value
 // store, heartbeats and the membership watch stream. Every call must carry
-// the job token (UNAUTHENTICATED otherwise), checked by the service's call
-// gate on the call's headers, before its body is read: serve it with
-// GrpcServer, which installs the gate (served otherwise, it refuses every
-// call). Requests over their method's limit (docs/security.md) get
-// RESOURCE_EXHAUSTED. Handlers only translate; the
-// state lives in Membership (or ElasticRounds), Liveness, KvStore,
-// MembershipEvents, HotSpares and CommitLedger.
+// the job token or a worker credential derived from it
+// (worker_credentials.h; UNAUTHENTICATED otherwise), checked by the
+// service's call gate on the call's headers, before its body is read: serve
+// it with GrpcServer, which installs the gate (served otherwise, it refuses
+// every call). Requests over their method's limit (docs/security.md) get
+// RESOURCE_EXHAUSTED. A worker credential allows what WorkerRights says
+// (PERMISSION_DENIED otherwise) and its slot's keys within the store's
+// quotas (store_quotas(); RESOURCE_EXHAUSTED naming the quota). Handlers
+// only translate; the state lives in Membership (or ElasticRounds),
+// Liveness, KvStore, MembershipEvents, HotSpares, CommitLedger and
+// WorkerRights.
 #pragma once
 
 #include <string>
@@ -19,10 +23,31 @@
 #include "daemon/rendezvous/liveness.h"
 #include "daemon/rendezvous/membership.h"
 #include "daemon/rendezvous/membership_events.h"
+#include "daemon/rendezvous/worker_credentials.h"
+#include "daemon/rendezvous/worker_rights.h"
 #include "hvd/v1/rendezvous.grpc.pb.h"
 #include "proto/call_gate.h"
+#include "proto/grpc_server.h"
 
 namespace hvd::daemon {
+
+// How the Rendezvous service is served (GrpcServer::start): receive windows
+// of kRendezvousStreamWindowBytes that are never grown, so that a call
+// refused on its headers (no credentials, or a worker whose Set calls are
+// barred: WorkerRights::barred) costs the server at most a window of its
+// body, not megabytes. Values of a few hundred KiB take a few round trips.
+inline constexpr int kRendezvousStreamWindowBytes = 64 * 1024;
+ServerOptions rendezvous_server_options();
+
+// The store's quotas for a job of `slots` slots (elastic: --max-np): per
+// slot 8 MiB + 1 KiB per slot (gloo's full-mesh value of a slot holds 136
+// bytes per rank) and 4096 keys; for the whole job, those of every slot
+// plus 8 MiB and 4096 keys for the job's own keys.
+struct StoreQuotas {
+  KvStore::Quota job;
+  KvStore::Quota per_slot;
+};
+StoreQuotas store_quotas(int slots);
 
 class RendezvousService final : public hvd::v1::Rendezvous::Service,
                                 public proto::GatedService {
@@ -105,8 +130,16 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service,
                               hvd::v1::PromotionReply* reply) override;
 
  private:
-  const std::string token_;
-  proto::CallGate gate_;  // checks each call's token once, on its headers
+  // The gate's check of a call's headers: a credential of the job, and no
+  // Set of a worker whose Set calls are barred.
+  grpc::Status admit(const std::string& method, std::optional<std::string_view> authorization,
+                     std::string_view peer) const;
+  // Who the call comes from (its credential, which the gate admitted).
+  std::optional<Caller> caller_of(const grpc::ServerContext& ctx) const;
+  void use_quotas(int slots);
+
+  const JobCredentials credentials_;
+  proto::CallGate gate_;  // checks each call's credential once, on its headers
   Membership membership_;
   MembershipEvents events_;                // before rounds_, which publishes to it
   std::unique_ptr<ElasticRounds> rounds_;  // elastic jobs only
@@ -115,6 +148,7 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service,
   KvStore store_;
   HotSpares spares_;
   CommitLedger commits_;
+  WorkerRights rights_;  // after spares_, which it reads
 };
 
 }  // namespace hvd::daemon

@@ -1,5 +1,7 @@
 #include "launcher/elastic/elastic_options.h"
 
+#include <CLI/CLI.hpp>
+
 #include "launcher/elastic/host_discovery.h"
 
 namespace hvd::launcher {

@@ -9,10 +9,15 @@
 #include <string>
 #include <vector>
 
-#include <CLI/CLI.hpp>
-
 #include "common/status.h"
 #include "launcher/host_spec.h"
+
+// CLI11's header costs seconds in each file that includes it; this one is
+// included wherever LaunchOptions is (launcher/cli.h).
+namespace CLI {
+class App;
+class Option;
+}  // namespace CLI
 
 namespace hvd::launcher {
 

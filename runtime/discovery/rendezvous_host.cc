@@ -17,7 +17,8 @@ constexpr std::chrono::milliseconds kCloseGrace{1000};
 common::Result<std::unique_ptr<RendezvousHost>> RendezvousHost::start(
     const std::string& bind_address, int port, const std::string& token, int size) {
   std::unique_ptr<RendezvousHost> host(new RendezvousHost(token, size));
-  auto server = daemon::GrpcServer::start(bind_address, port, {&host->service_});
+  auto server = daemon::GrpcServer::start(bind_address, port, {&host->service_},
+                                          daemon::rendezvous_server_options());
   if (!server.is_ok()) {
     return common::unavailable(
         "rank 0 cannot host the job's rendezvous on port " + std::to_string(port) +

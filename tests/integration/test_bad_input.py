@@ -20,6 +20,10 @@ CASES = [
     ("np-not-a-number", ["-np", "two"], "two"),
     ("np-missing", [], "-np"),
     ("unknown-flag", ["-np", "1", "--no-such-flag"], "--no-such-flag"),
+    ("mpirun-n", ["-n", "1"], "-n (did you mean -np?)"),
+    # A job on this machine alone binds to loopback, but the name must exist.
+    ("no-such-interface", ["-np", "1", "--network-interface", "eth9"],
+     "host localhost has none of the interfaces eth9 (it has: lo"),
     ("H-and-hostfile", ["-np", "1", "-H", "localhost:1", "--hostfile", "/dev/null"], "--hostfile"),
     ("bad-start-timeout", ["-np", "1", "--start-timeout", "0"], "'0'"),
     ("bad-terminate-grace", ["-np", "1", "--terminate-grace", "soon"], "'soon'"),
@@ -90,11 +94,20 @@ def test_missing_command(hvdrun):
 def test_remote_host_without_secret(hvdrun, tmp_path, monkeypatch):
     monkeypatch.delenv("HVD_SECRET_FILE", raising=False)
     marker = tmp_path / "started"
-    r = run([hvdrun, "-np", "2", "-H", "localhost:1,remote-host.invalid:1", "touch", str(marker)],
+    r = run([hvdrun, "-np", "2", "-H", "localhost:1,192.0.2.1:1", "touch", str(marker)],
             timeout=20)
     assert_refused(r, marker, "")
     assert r.stderr.count("\n") == 1
-    assert "'remote-host.invalid'" in r.stderr and "--secret-file" in r.stderr
+    assert "'192.0.2.1'" in r.stderr and "--secret-file" in r.stderr
+
+
+def test_a_host_that_does_not_resolve_is_reported_before_the_missing_secret(
+        hvdrun, tmp_path, monkeypatch):
+    # The order a user fixes them in: the name, then the credentials.
+    monkeypatch.delenv("HVD_SECRET_FILE", raising=False)
+    marker = tmp_path / "started"
+    r = run([hvdrun, "-np", "2", "-H", "nosuchhost.invalid:2", "touch", str(marker)], timeout=30)
+    assert_refused(r, marker, "host 'nosuchhost.invalid' does not resolve")
 
 
 def test_a_remote_host_that_does_not_resolve_fails_at_once(hvdrun, tmp_path):

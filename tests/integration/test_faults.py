@@ -121,3 +121,62 @@ def test_unauthenticated_rendezvous_call_is_refused(hvdrun):
     r = run([hvdrun, "-np", "2", executable("fault_worker"), "--probe-unauthenticated"], timeout=60)
     assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     assert "UNAUTHENTICATED" in r.stdout + r.stderr
+
+
+def _status_kib(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(f"no {field} in /proc/{pid}/status")
+
+
+def test_a_workers_credential_opens_only_its_own_keys_and_slot(hvdrun):
+    """Issue 29 item 3: rank 1, with the credential hvdrun gave it, can neither
+    change nor delete rank 0's key, nor heartbeat for slot 0, and its flood of
+    20 Set calls of 15 MiB is refused at its store quota with hvdrun's memory
+    (peak) less than 64 MB above what it was; the job completes."""
+    job = Background([hvdrun, "-np", "2", executable("fault_worker"), "--probe-rights"])
+    try:
+        job.wait_for(lambda lines: any("rights: flood start" in l for l in lines), timeout=30)
+        before = _status_kib(job.proc.pid, "VmRSS")
+        job.wait_for(lambda lines: any("rights: flood done" in l for l in lines), timeout=60)
+        peak = _status_kib(job.proc.pid, "VmHWM")
+        code = job.wait(timeout=30)
+    finally:
+        job.close()
+    out = "\n".join(job.stdout)
+    assert code == 0, out + "\n".join(job.stderr)
+    said = {}
+    for line in out.splitlines():
+        m = re.search(r"\[(\d)\]<stdout>:fault_worker: rights: (.*?): (.*)$", line)
+        if m:
+            said[(int(m.group(1)), m.group(2))] = m.group(3)
+    assert said[(0, "rank 0 set")] == "OK"
+    assert said[(1, "set of rank 0's key")] == (
+        "PERMISSION_DENIED: Rendezvous.Set refused: key 'round0/fault_worker/0' belongs to "
+        "slot 0: slot 1 may change only keys it wrote")
+    assert said[(1, "delete of rank 0's key")] == (
+        "PERMISSION_DENIED: Rendezvous.Delete refused: key 'round0/fault_worker/0' belongs to "
+        "slot 0: slot 1 may change only keys it wrote")
+    assert said[(1, "job key")].startswith(
+        "PERMISSION_DENIED: Rendezvous.Set refused: the credential of slot 1 may write only "
+        "keys of its round")
+    for what in ("heartbeat for slot 0", "leaving for slot 0"):
+        assert said[(1, what)] == (
+            "PERMISSION_DENIED: Rendezvous.Heartbeat refused: the credential of slot 1 may send "
+            "heartbeats only for its own slot, not for slot 0")
+    assert said[(1, "own heartbeat")] == "OK"
+    assert any(l.endswith("rights: flood refused 20 of 20") for l in out.splitlines()), out
+    quota = (r"Rendezvous.Set refused: slot 1's keys would take \d+ bytes of the rendezvous "
+             r"store, over the store quota of a slot \(8390656 bytes\)")
+    assert re.fullmatch("RESOURCE_EXHAUSTED: " + quota, said[(1, "first refusal")])
+    # The later ones on their headers, their bodies unread.
+    assert re.fullmatch(r"RESOURCE_EXHAUSTED: Rendezvous.Set refused: the Set calls of slot 1 "
+                        r"are refused until it joins another round: a Set of 15728640 bytes was "
+                        r"refused \(" + quota + r"\)", said[(1, "last refusal")])
+    assert said[(0, "rank 0's key")] == "rank 0's value"
+    grown_mb = (peak - before) / 1024
+    print(f"hvdrun VmRSS before the flood {before / 1024:.0f} MB, peak {peak / 1024:.0f} MB "
+          f"(+{grown_mb:.0f} MB)")
+    assert grown_mb < 64, f"hvdrun grew from {before} KiB to a peak of {peak} KiB"

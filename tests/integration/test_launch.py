@@ -51,7 +51,7 @@ def test_job_contract_and_working_directory(hvdrun, tmp_path):
         assert re.fullmatch(r"127\.0\.0\.1:\d+", addr)
         assert job_id
         assert bind == "127.0.0.1"
-        assert token_len == "64"
+        assert token_len == str(len("slot-0.") + 64)  # the worker's own credential
         assert start_timeout == "30"
         assert os.path.samefile(cwd, tmp_path)
     assert lines[0][0] == lines[1][0]  # one job, one rendezvous
@@ -124,10 +124,12 @@ def test_verbose_prints_the_plan_but_never_the_token(hvdrun, tmp_path):
              "localhost:1,127.0.0.1:1", "sh", "-c",
              'printf %s "$HVD_JOB_TOKEN" > token.$HVD_RANK; echo done'], timeout=30, cwd=tmp_path)
     assert r.returncode == 0, r.stderr
-    token = (tmp_path / "token.0").read_text()
-    assert re.fullmatch(r"[0-9a-f]{64}", token)
-    assert (tmp_path / "token.1").read_text() == token
-    assert token not in r.stdout and token not in r.stderr
+    # Each worker has a credential of its own, not the job's token (issue 29).
+    tokens = [(tmp_path / f"token.{rank}").read_text() for rank in (0, 1)]
+    for rank, token in enumerate(tokens):
+        assert re.fullmatch(rf"slot-{rank}\.[0-9a-f]{{64}}", token)
+        assert token not in r.stdout and token not in r.stderr
+        assert token[token.index("."):] not in r.stdout + r.stderr
     assert "HVD_JOB_TOKEN=***" in r.stderr
     assert "rank 0 on localhost: local_rank 0 of 1, cross_rank 0 of 2" in r.stderr
     assert "rank 1 on 127.0.0.1: local_rank 0 of 1, cross_rank 1 of 2" in r.stderr

@@ -197,3 +197,66 @@ def test_open_tls_key(agent, tmp_path):
              "--tls-key", str(key), "--tls-ca", str(cert)], timeout=20)
     assert_refused(r, ["--tls-key", str(key), "mode 0644"], program="hvd-agent")
     assert "PRIVATE KEY" not in r.stderr
+
+
+# Issue 29 item 5: a secret file on a kernel pseudo filesystem (/proc/self/environ: a 0400 file
+# of this user, the reader's own environment) is refused like an open one.
+def test_secret_file_in_proc(hvdrun, agent):
+    r = run([agent, "--secret-file", "/proc/self/environ", "--listen", "127.0.0.1:0"], timeout=20)
+    assert_refused(r, ["/proc/self/environ", "kernel's proc filesystem"], program="hvd-agent",
+                   seconds=5)
+    r = run([hvdrun, "-np", "1", "-H", "10.0.0.1:1", "--secret-file", "/proc/self/environ",
+             "true"], timeout=20)
+    assert_refused(r, ["/proc/self/environ", "kernel's proc filesystem"], seconds=5)
+
+
+# Issue 29 item 6: the TLS files are checked as a set before anything else: a key of another
+# certificate, or a key given as a certificate, is a usage error at once (it was a raw gRPC line,
+# then "cannot listen" with exit 1 from hvd-agent and 30 s of waiting from hvdrun).
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    """A CA and two leaf certificates (a, b) it signed; keys 0600."""
+    d = tmp_path_factory.mktemp("pki")
+    new_key = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+    steps = [["openssl", "req", "-x509", *new_key, "-keyout", "ca.key", "-out", "ca.pem", "-days",
+              "2", "-subj", "/CN=hvd-test-ca"]]
+    for name in ("a", "b"):
+        steps += [["openssl", "req", *new_key, "-keyout", f"{name}.key", "-out", f"{name}.csr",
+                   "-subj", f"/CN={name}"],
+                  ["openssl", "x509", "-req", "-in", f"{name}.csr", "-CA", "ca.pem", "-CAkey",
+                   "ca.key", "-CAcreateserial", "-out", f"{name}.pem", "-days", "2"]]
+    for step in steps:
+        if subprocess.run(step, cwd=d, capture_output=True, timeout=60).returncode != 0:
+            pytest.skip("openssl cannot make certificates here")
+    for key in ("ca.key", "a.key", "b.key"):
+        (d / key).chmod(0o600)
+    return d
+
+
+def tls_args(pki, cert, key, ca):
+    return ["--tls-cert", str(pki / cert), "--tls-key", str(pki / key), "--tls-ca", str(pki / ca)]
+
+
+@pytest.mark.parametrize("cert,key,ca,expected", [
+    ("a.pem", "b.key", "ca.pem", ["--tls-key file", "b.key", "does not match the certificate of "
+                                  "--tls-cert file", "a.pem", "(CN=a)"]),
+    ("a.key", "a.key", "ca.pem", ["--tls-cert file", "a.key' holds a private key, not a "
+                                  "certificate"]),
+    ("a.pem", "a.key", "ca.key", ["--tls-ca file", "ca.key' holds a private key, not a "
+                                  "certificate"]),
+], ids=["key-of-another-cert", "key-as-cert", "key-as-ca"])
+def test_tls_files_checked_as_a_set(hvdrun, agent, pki, tmp_path, cert, key, ca, expected):
+    secret = private_file(tmp_path / "secret", SECRET)
+    tls = tls_args(pki, cert, key, ca)
+    r = run([agent, "--secret-file", secret, "--listen", "127.0.0.1:0", *tls], timeout=20)
+    assert_refused(r, expected, program="hvd-agent", seconds=5)
+    marker = tmp_path / "started"
+    r = run([hvdrun, "-np", "1", "-H", "10.0.0.1:1", "--secret-file", secret, *tls,
+             "touch", str(marker)], timeout=40)
+    assert_refused(r, expected, seconds=5)
+    assert "PRIVATE KEY" not in r.stderr
+    assert not marker.exists()
+    # A local job checks them too: they are hvdrun's options, whatever the hosts.
+    r = run([hvdrun, "-np", "1", *tls, "touch", str(marker)], timeout=40)
+    assert_refused(r, expected, seconds=5)
+    assert not marker.exists()

@@ -45,7 +45,7 @@ def unavailable_reason():
     missing = [c for c in COMMANDS if shutil.which(c) is None]
     if missing:
         return (f"the Slurm tests need {', '.join(missing)}: packages slurm-wlm, munge and "
-                "util-linux (deploy/install-deps.sh installs them)")
+                "util-linux (deploy/install-deps.sh --tests installs them)")
     try:
         pwd.getpwnam("munge")
     except KeyError:

@@ -26,6 +26,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "common/host_lookup.h"
 #include "transports/argument_checks.h"
 #include "transports/gloo/factory.h"
 #include "transports/gloo/mesh_context.h"
@@ -161,10 +162,18 @@ GlooTransport::~GlooTransport() {
 Result<std::unique_ptr<Transport>> GlooTransport::connect(const TransportContext& ctx) {
   HVD_RETURN_IF_ERROR(check_context(kName, ctx));
   ignore_sigpipe();
+  // Resolved and checked here, and gloo given the number: Debian's gloo
+  // resolves a name itself and crashes on one that does not resolve.
+  auto address = common::local_listen_address(ctx.bind_address);
+  if (!address.is_ok()) {
+    return common::invalid_argument("gloo transport: " + where(ctx.rank, ctx.size) +
+                                    " cannot listen on '" + ctx.bind_address +
+                                    "': " + address.status().message());
+  }
   std::shared_ptr<::gloo::transport::Device> device;
   try {
     ::gloo::transport::tcp::attr attr;
-    attr.hostname = ctx.bind_address;
+    attr.hostname = *address;
     device = ::gloo::transport::tcp::CreateDevice(attr);
   } catch (const std::exception& e) {
     return common::invalid_argument("gloo transport: " + where(ctx.rank, ctx.size) +

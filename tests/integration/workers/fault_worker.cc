@@ -4,10 +4,16 @@
 //
 //   fault_worker [--exit-rank R [--exit-code C]] [--kill-rank R]
 //                [--no-init-rank R] [--grandchild] [--sleep S]
-//                [--probe-unauthenticated]
+//                [--probe-unauthenticated] [--probe-rights]
 //
 // First line: "fault_worker: rank R pid P pgid G". Without a behaviour flag
 // the worker initializes, passes a barrier, shuts down and exits 0.
+// --probe-rights (2 ranks; test_faults.py): after hvd_init rank 0 sets a key
+// of its round with its own credential (HVD_JOB_TOKEN); rank 1, with its
+// own, tries to overwrite and delete it, to send heartbeats for slot 0 and
+// then floods the store with 20 Set calls of 15 MiB, printing "rights: ..."
+// lines with what the service answered; rank 0 then checks that its key is
+// intact. Exit 0 when both ranks got through.
 // Unknown or malformed flags: usage message, exit 2.
 #include <grpcpp/grpcpp.h>
 #include <hvd/c_api.h>
@@ -18,6 +24,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -27,7 +34,8 @@ namespace {
 
 constexpr char kUsage[] =
     "usage: fault_worker [--exit-rank R [--exit-code C]] [--kill-rank R] [--no-init-rank R]\n"
-    "                    [--grandchild] [--sleep S] [--probe-unauthenticated]\n";
+    "                    [--grandchild] [--sleep S] [--probe-unauthenticated]\n"
+    "                    [--probe-rights]\n";
 
 struct Options {
   int exit_rank = -1;
@@ -37,6 +45,7 @@ struct Options {
   bool grandchild = false;
   double sleep_seconds = -1;
   bool probe = false;
+  bool probe_rights = false;
 };
 
 bool parse_number(const char* text, double* out) {
@@ -63,6 +72,10 @@ bool parse(int argc, char** argv, Options* o) {
     }
     if (flag == "--probe-unauthenticated") {
       o->probe = true;
+      continue;
+    }
+    if (flag == "--probe-rights") {
+      o->probe_rights = true;
       continue;
     }
     int* int_target = flag == "--exit-rank"      ? &o->exit_rank
@@ -151,6 +164,105 @@ bool probe_unauthenticated() {
   return status.error_code() == grpc::StatusCode::UNAUTHENTICATED;
 }
 
+// The Rendezvous service as this worker: its own credential (HVD_JOB_TOKEN).
+class RendezvousAs {
+ public:
+  RendezvousAs() {
+    const char* addr = std::getenv("HVD_RENDEZVOUS_ADDR");
+    const char* token = std::getenv("HVD_JOB_TOKEN");
+    credential_ = token != nullptr ? token : "";
+    grpc::ChannelArguments args;
+    args.SetMaxSendMessageSize(-1);
+    stub_ = hvd::v1::Rendezvous::NewStub(grpc::CreateCustomChannel(
+        addr != nullptr ? addr : "", grpc::InsecureChannelCredentials(), args));
+  }
+
+  // "OK" or "CODE: message".
+  std::string set(const std::string& key, const std::string& value) {
+    hvd::v1::SetRequest request;
+    request.set_key(key);
+    request.set_value(value);
+    hvd::v1::SetReply reply;
+    return outcome(stub_->Set(context().get(), request, &reply));
+  }
+  std::string remove(const std::string& key) {
+    hvd::v1::DeleteRequest request;
+    request.set_key(key);
+    hvd::v1::DeleteReply reply;
+    return outcome(stub_->Delete(context().get(), request, &reply));
+  }
+  std::string get(const std::string& key) {
+    hvd::v1::GetRequest request;
+    request.add_keys(key);
+    request.set_timeout_ms(5000);
+    hvd::v1::GetReply reply;
+    grpc::Status status = stub_->Get(context().get(), request, &reply);
+    return status.ok() && reply.values_size() == 1 ? reply.values(0) : outcome(status);
+  }
+  std::string heartbeat(int rank, bool leaving) {
+    hvd::v1::HeartbeatRequest request;
+    request.set_rank(rank);
+    request.set_leaving(leaving);
+    hvd::v1::HeartbeatReply reply;
+    return outcome(stub_->Heartbeat(context().get(), request, &reply));
+  }
+
+ private:
+  std::unique_ptr<grpc::ClientContext> context() const {
+    auto context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    context->AddMetadata("authorization", "Bearer " + credential_);
+    return context;
+  }
+  static std::string outcome(const grpc::Status& status) {
+    if (status.ok()) return "OK";
+    return std::string(grpc_code_name(status.error_code())) + ": " + status.error_message();
+  }
+
+  std::string credential_;
+  std::unique_ptr<hvd::v1::Rendezvous::Stub> stub_;
+};
+
+void say(const char* what, const std::string& answer) {
+  std::printf("fault_worker: rights: %s: %s\n", what, answer.c_str());
+}
+
+// --probe-rights, between hvd_init and the final barrier. False when a
+// collective failed.
+bool probe_rights(int rank) {
+  constexpr char kKey[] = "round0/fault_worker/0";
+  RendezvousAs rendezvous;
+  if (rank == 0) say("rank 0 set", rendezvous.set(kKey, "rank 0's value"));
+  if (hvd_barrier() != HVD_OK) return false;  // rank 0's key is there
+  if (rank == 1) {
+    say("set of rank 0's key", rendezvous.set(kKey, "forged"));
+    say("delete of rank 0's key", rendezvous.remove(kKey));
+    say("job key", rendezvous.set("hvd/finished", "2"));
+    say("heartbeat for slot 0", rendezvous.heartbeat(0, false));
+    say("leaving for slot 0", rendezvous.heartbeat(0, true));
+    say("own heartbeat", rendezvous.heartbeat(1, false));
+    std::printf("fault_worker: rights: flood start\n");
+    sleep_for(1.0);  // the test notes hvdrun's memory now
+    const std::string value(15 << 20, 'f');
+    int refused = 0;
+    std::string first;
+    std::string last;
+    for (int i = 0; i < 20; ++i) {
+      last = rendezvous.set("round0/flood/" + std::to_string(i), value);
+      if (last != "OK") ++refused;
+      if (first.empty() && last != "OK") first = last;
+    }
+    std::printf("fault_worker: rights: flood refused %d of 20\n", refused);
+    say("first refusal", first);
+    say("last refusal", last);
+    std::printf("fault_worker: rights: flood done\n");
+    sleep_for(1.5);  // and its peak now
+  }
+  if (hvd_barrier() != HVD_OK) return false;
+  if (rank == 0) say("rank 0's key", rendezvous.get(kKey));
+  return true;
+}
+
 // Allreduces until one fails (a peer went away), then exits 1.
 [[noreturn]] void allreduce_forever(int rank, int kill_after) {
   for (int i = 0;; ++i) {
@@ -196,6 +308,10 @@ int main(int argc, char** argv) {
   if (o.sleep_seconds >= 0) {
     sleep_for(o.sleep_seconds);
     return 0;
+  }
+  if (o.probe_rights && !probe_rights(rank)) {
+    std::fprintf(stderr, "fault_worker: rank %d: %s\n", rank, hvd_last_error());
+    return 1;
   }
   if (hvd_barrier() != HVD_OK || hvd_shutdown() != HVD_OK) {
     std::fprintf(stderr, "fault_worker: rank %d: %s\n", rank, hvd_last_error());

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "common/input_file.h"
 #include "common/secret_file.h"
 #include "tests/unit/support/untrusted_input.h"
 
@@ -140,6 +142,46 @@ TEST_CASE("read_secret_file refuses a FIFO at once instead of waiting for a writ
   REQUIRE_FALSE(result.is_ok());
   CHECK(result.status().code() == StatusCode::kInvalidArgument);
   CHECK_THAT(result.status().message(), Catch::Contains("not a regular file"));
+}
+
+// Issue 29: /proc/self/environ is a 0400 file of this user with plenty of
+// different bytes, and was accepted: the secret was then the agent's own,
+// guessable environment.
+TEST_CASE("read_secret_file refuses files of the kernel's pseudo filesystems") {
+  TempDir dir;
+  SECTION("/proc/self/environ") {
+    auto status = error_of("/proc/self/environ", "PATH=");
+    CHECK(status.code() == StatusCode::kInvalidArgument);
+    CHECK(status.message() ==
+          "secret file '/proc/self/environ' is on the kernel's proc filesystem, not on disk: what "
+          "it holds is the kernel's (an environment, a setting), not a secret or key someone "
+          "made; use a regular file on disk");
+  }
+  SECTION("through a symlink: the filesystem counts, not the path") {
+    const std::string link = dir.path + "/innocent";
+    REQUIRE(::symlink("/proc/self/environ", link.c_str()) == 0);
+    auto status = error_of(link, "PATH=");
+    CHECK_THAT(status.message(), Catch::Contains("kernel's proc filesystem"));
+  }
+  SECTION("a character device") {
+    auto status = error_of("/dev/zero", std::string(16, '\0'));
+    CHECK_THAT(status.message(), Catch::Contains("not a regular file (a character device)"));
+  }
+}
+
+TEST_CASE("pseudo_filesystem tells the kernel's filesystems by f_type") {
+  auto on = [](const char* path) {
+    const int fd = ::open(path, O_RDONLY | O_CLOEXEC);
+    REQUIRE(fd >= 0);
+    std::string name = hvd::common::pseudo_filesystem(fd);
+    ::close(fd);
+    return name;
+  };
+  CHECK(on("/proc/self/status") == "proc");
+  CHECK(on("/sys/kernel") == "sysfs");
+  CHECK(on("/dev/null") == "/dev");
+  TempDir dir;  // /tmp: a disk or a tmpfs, never a pseudo filesystem
+  CHECK(on(dir.file("plain", kSecret, 0600).c_str()).empty());
 }
 
 TEST_CASE("read_secret_file refuses weak secrets: blanks and few distinct bytes") {

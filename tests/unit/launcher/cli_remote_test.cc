@@ -143,3 +143,37 @@ TEST_CASE("hvdrun --ssh and its options") {
                           "a"}),
              Catch::Contains("--tls"));
 }
+
+// Run as horovodrun: Horovod's launcher (cli.h, Personality).
+TEST_CASE("cli: horovodrun implies --horovod-compat and --ssh unless given agents' credentials",
+          "[cli]") {
+  auto as_horovodrun = [](std::vector<std::string> args) {
+    args.push_back("prog");
+    CliOutcome outcome = parse_command_line(args, fake_getenv, Personality::kHorovodrun);
+    if (auto* e = std::get_if<CliExit>(&outcome)) FAIL("unexpected exit: " << e->err);
+    return std::get<LaunchOptions>(std::move(outcome));
+  };
+  g_env.clear();
+  auto o = as_horovodrun({"-np", "2", "-H", "a:1,b:1", "-p", "2222"});  // a copied Horovod line
+  CHECK(o.horovod_compat);
+  REQUIRE(o.extra_env.size() == 1);  // the shim first on PYTHONPATH, as --horovod-compat does
+  CHECK(o.extra_env[0].first == "PYTHONPATH");
+  CHECK(o.ssh);
+  CHECK(o.ssh_port == 2222);
+  CHECK(o.secret_file.empty());
+  CHECK(as_horovodrun({"-np", "2"}).ssh);  // a local job: nothing to ssh to, -p would be noted
+
+  // Credentials for the hvd-agent daemons: those, not ssh.
+  CHECK_FALSE(as_horovodrun({"-np", "2", "--secret-file", "/s"}).ssh);
+  CHECK_FALSE(as_horovodrun({"-np", "2", "--agent-port", "4000"}).ssh);
+  g_env["HVD_SECRET_FILE"] = "/from/env";
+  auto daemons = as_horovodrun({"-np", "2"});
+  CHECK_FALSE(daemons.ssh);
+  CHECK(daemons.secret_file == "/from/env");
+  g_env.clear();
+
+  // As hvdrun, -p needs --ssh.
+  CHECK_FALSE(parse_ok({"-np", "2"}).horovod_compat);
+  CHECK_THAT(parse_error({"-np", "2", "-p", "2222"}),
+             Catch::Contains("-p/--ssh-port needs --ssh (implied as horovodrun)"));
+}

@@ -132,7 +132,7 @@ TEST_CASE("ranks run on their agents and every Watch names its agent") {
   while (ended.size() < 2) {
     auto event = queue.pop_until(deadline);
     REQUIRE(event.has_value());
-    if (auto* out = std::get_if<WorkerOutput>(&*event)) output[out->rank] = out->text;
+    if (auto* out = std::get_if<WorkerOutput>(&*event)) output[out->rank] = out->lines.at(0);
     if (auto* exit = std::get_if<WorkerExited>(&*event)) {
       CHECK(exit->exit_code == 0);
       ++exits;

@@ -44,6 +44,17 @@ TEST_CASE("an all-local job stays on loopback") {
   CHECK(p.bind_addresses == std::vector<std::string>{"127.0.0.1"});
 }
 
+TEST_CASE("an all-local job refuses an interface it does not have, naming those it has") {
+  auto p = plan_network({host("localhost", true, "", kH2)}, {"eth9"}, "");
+  REQUIRE_FALSE(p.is_ok());
+  CHECK(p.status().code() == hvd::common::StatusCode::kInvalidArgument);
+  CHECK(p.status().message() ==
+        "host localhost has none of the interfaces eth9 (it has: lo, eth0, ib0)");
+  // One of the names is enough, as for remote hosts.
+  CHECK(plan_ok({host("localhost", true, "", kH2)}, {"eth9", "ib0"}, "").bind_addresses ==
+        std::vector<std::string>{"127.0.0.1"});
+}
+
 TEST_CASE("remote hosts: rendezvous on 0.0.0.0 at the launcher address") {
   auto p = plan_ok({host("localhost", true, "", {}), host("h2", false, "10.0.0.2", kH2)}, {},
                    "10.0.0.1");

@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 using namespace hvd::launcher;
 namespace fs = std::filesystem;
@@ -54,6 +56,18 @@ TEST_CASE("output lines are prefixed by rank and stream and logs hold the raw li
   std::fclose(out);
   std::fclose(err);
   fs::remove_all(tmpl);
+}
+
+TEST_CASE("output sink: a batch of lines, each prefixed, binary bytes as they are") {
+  std::FILE* out = std::tmpfile();
+  REQUIRE(out != nullptr);
+  {
+    OutputSink sink(out, out);
+    const std::vector<std::string> lines{"a", "", std::string("\xff\x00\x80z", 4)};
+    sink.write(3, false, lines);
+  }
+  CHECK(read_all(out) == "[3]<stdout>:a\n[3]<stdout>:\n[3]<stdout>:" + std::string("\xff\x00\x80z", 4) + "\n");
+  std::fclose(out);
 }
 
 TEST_CASE("a log directory that cannot be created is reported") {

@@ -4,6 +4,8 @@
 #include <string>
 #include <string_view>
 
+#include "daemon/rendezvous/worker_credentials.h"
+
 using namespace hvd::launcher;
 
 TEST_CASE("worker environment layers: base < settings < -x < contract") {
@@ -29,7 +31,8 @@ TEST_CASE("worker environment layers: base < settings < -x < contract") {
   CHECK(env.at("HVD_CROSS_RANK") == "1");
   CHECK(env.at("HVD_CROSS_SIZE") == "2");
   CHECK(env.at("HVD_RENDEZVOUS_ADDR") == "127.0.0.1:5000");
-  CHECK(env.at("HVD_JOB_TOKEN") == "s3cr3t");
+  // The worker's own credential, never the job's token (issue 29).
+  CHECK(env.at("HVD_JOB_TOKEN") == hvd::daemon::worker_credential("s3cr3t", 3));
   CHECK(env.at("HVD_JOB_ID") == "job-1");
   CHECK(env.at("HVD_HOSTNAME") == "nodeB");
   CHECK(env.at("HVD_BIND_ADDRESS") == "127.0.0.1");
@@ -39,6 +42,7 @@ TEST_CASE("worker environment layers: base < settings < -x < contract") {
   CHECK_THAT(shown, Catch::Contains("HVD_RANK=3"));
   CHECK_THAT(shown, Catch::Contains("FOO=bar"));
   CHECK_THAT(shown, !Catch::Contains("s3cr3t"));
+  CHECK_THAT(shown, !Catch::Contains(env.at("HVD_JOB_TOKEN")));
   CHECK_THAT(shown, !Catch::Contains("PATH="));
 }
 

@@ -2,11 +2,14 @@
 // credentials of proto/tls_credentials.h, and clients with and without
 // certificates. The certificates are made with openssl at test time.
 #include <grpcpp/grpcpp.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 #include "daemon/agent/agent_service.h"
 #include "proto/grpc_server.h"
@@ -66,6 +69,38 @@ std::shared_ptr<grpc::ChannelCredentials> client_tls(const TlsFiles& files) {
   return *credentials;
 }
 
+// Client credentials without hvd's checks of the files (an expired client
+// certificate, which channel_credentials refuses).
+std::shared_ptr<grpc::ChannelCredentials> raw_client_tls(const std::string& cert,
+                                                         const std::string& key,
+                                                         const std::string& ca) {
+  grpc::SslCredentialsOptions options;
+  options.pem_root_certs = hvd::proto::test::read_file(ca);
+  options.pem_cert_chain = hvd::proto::test::read_file(cert);
+  options.pem_private_key = hvd::proto::test::read_file(key);
+  return grpc::SslCredentials(options);
+}
+
+// What the process logs while it lives (the default logger's lines, also
+// still written to its own sinks).
+class LogCapture {
+ public:
+  LogCapture() : previous_(spdlog::default_logger()) {
+    auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_, /*force_flush=*/true);
+    std::vector<spdlog::sink_ptr> sinks = previous_->sinks();
+    sinks.push_back(sink);
+    capturing_ = std::make_shared<spdlog::logger>(previous_->name(), sinks.begin(), sinks.end());
+    capturing_->set_level(spdlog::level::info);
+    spdlog::set_default_logger(capturing_);
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  std::string text() const { return stream_.str(); }
+
+ private:
+  std::shared_ptr<spdlog::logger> previous_, capturing_;
+  std::ostringstream stream_;
+};
+
 }  // namespace
 
 TEST_CASE("Agent over mutual TLS serves clients with a certificate and the secret only") {
@@ -107,7 +142,7 @@ TEST_CASE("Agent over mutual TLS serves clients with a certificate and the secre
     while (reader->Read(&event)) events.push_back(event);
     REQUIRE(reader->Finish().ok());
     REQUIRE(events.size() == 2);
-    CHECK(events[0].output().text() == "over-tls");
+    CHECK(events[0].output().lines(0) == "over-tls");
     CHECK(events[1].exit().exit_code() == 0);
   }
   SECTION("a client with a certificate but the wrong secret") {
@@ -115,13 +150,47 @@ TEST_CASE("Agent over mutual TLS serves clients with a certificate and the secre
     auto status = info(address, with_cert, "not-the-secret-of-this-agent", &reply);
     CHECK(status.error_code() == grpc::StatusCode::UNAUTHENTICATED);
   }
+  // Issue 29: the agent verifies client certificates itself, to log why it
+  // refuses one; each refusal is still a failed handshake, before any call.
   SECTION("a TLS client without a certificate") {
+    LogCapture log;
     grpc::SslCredentialsOptions options;
     options.pem_root_certs = hvd::proto::test::read_file(certs->ca);
     v1::InfoReply reply;
     auto status = info(address, grpc::SslCredentials(options), kSecret, &reply);
     CHECK_FALSE(status.ok());
     CHECK(status.error_code() != grpc::StatusCode::UNAUTHENTICATED);  // never got that far
+    CHECK_THAT(log.text(), Catch::Contains("refused TLS handshake from a client without a "
+                                           "certificate: no client certificate"));
+  }
+  SECTION("a client with a certificate of another CA") {
+    LogCapture log;
+    v1::InfoReply reply;
+    auto status = info(address, client_tls({certs->rogue_cert, certs->rogue_key, certs->ca}),
+                       kSecret, &reply);
+    CHECK_FALSE(status.ok());
+    CHECK(status.error_code() != grpc::StatusCode::UNAUTHENTICATED);
+    CHECK_THAT(log.text(), Catch::Contains("refused TLS handshake from tls:CN=rogue: unknown CA") &&
+                               Catch::Contains("issued by CN=other-ca"));
+  }
+  SECTION("a client with an expired certificate of the CA") {
+    LogCapture log;
+    v1::InfoReply reply;
+    auto status = info(address, raw_client_tls(certs->expired_cert, certs->expired_key, certs->ca),
+                       kSecret, &reply);
+    CHECK_FALSE(status.ok());
+    CHECK(status.error_code() != grpc::StatusCode::UNAUTHENTICATED);
+    CHECK_THAT(log.text(), Catch::Contains("refused TLS handshake from tls:CN=expired: expired "
+                                           "certificate (CN=expired expired on "));
+  }
+  SECTION("a client with the certificate of a server (not for TLS clients)") {
+    // server.pem's extendedKeyUsage is serverAuth only: OpenSSL refuses it
+    // as a client certificate inside a handshake, and so does the agent.
+    v1::InfoReply reply;
+    auto status = info(address, client_tls({certs->server_cert, certs->server_key, certs->ca}),
+                       kSecret, &reply);
+    CHECK_FALSE(status.ok());
+    CHECK(status.error_code() != grpc::StatusCode::UNAUTHENTICATED);
   }
   SECTION("a client that does not trust the agent's CA") {
     v1::InfoReply reply;

@@ -37,11 +37,12 @@ class CountingService final : public v1::Agent::Service, public hvd::proto::Gate
   CountingService()
       : gate_(v1::Agent::service_full_name(), {{"Launch", kLaunchLimit}, {"Info", 1024}},
               [this](const std::string& method, std::optional<std::string_view> authorization,
-                     std::string_view) {
+                     std::string_view peer) {
                 checks.fetch_add(1);
                 {
                   std::lock_guard lock(mu);
                   methods.push_back(method);
+                  peers.emplace_back(peer);
                 }
                 if (authorization && *authorization == std::string("Bearer ") + kToken) {
                   return grpc::Status::OK;
@@ -65,6 +66,7 @@ class CountingService final : public v1::Agent::Service, public hvd::proto::Gate
   std::atomic<int> checks{0};
   std::mutex mu;
   std::vector<std::string> methods;
+  std::vector<std::string> peers;  // as the gate was told them (for log lines)
 
  private:
   CallGate gate_;
@@ -145,6 +147,13 @@ TEST_CASE("A gated service refuses unauthenticated calls before their handler, o
       hvd::proto::TlsFiles{certs->client_cert, certs->client_key, certs->ca});
   REQUIRE(client.is_ok());
   check_gate((*server)->address(), *client, service);
+  // Refusals over TLS name the client's certificate (issue 29: the agent
+  // verifies client certificates itself; gRPC still names the peer).
+  {
+    std::lock_guard lock(service.mu);
+    REQUIRE_FALSE(service.peers.empty());
+    CHECK(service.peers.front() == "tls:client");
+  }
   (*server)->shutdown(1s);
 }
 

@@ -28,14 +28,16 @@ bool make_ca(const std::string& dir, const std::string& name) {
                       " -addext keyUsage=critical,keyCertSign,cRLSign");
 }
 
-bool make_leaf(const std::string& dir, const std::string& name, const std::string& extensions) {
+// A certificate signed by `ca` (ca.pem and ca.key in `dir`), valid for
+// `days` from now (-1: expired a day ago).
+bool make_leaf(const std::string& dir, const std::string& name, const std::string& extensions,
+               const std::string& ca = "ca", int days = 2) {
   std::ofstream(dir + "/" + name + ".ext") << extensions << "\n";
   return run(dir, std::string("openssl req ") + kNewKey + " -keyout " + name + ".key -out " + name +
                       ".csr -subj /CN=" + name) &&
-         run(dir, "openssl x509 -req -in " + name +
-                      ".csr -CA ca.pem -CAkey ca.key "
-                      "-CAcreateserial -out " +
-                      name + ".pem -days 2 -extfile " + name + ".ext");
+         run(dir, "openssl x509 -req -in " + name + ".csr -CA " + ca + ".pem -CAkey " + ca +
+                      ".key -CAcreateserial -out " + name + ".pem -days " + std::to_string(days) +
+                      " -extfile " + name + ".ext");
 }
 
 }  // namespace
@@ -56,7 +58,9 @@ std::optional<TestCerts> make_test_certs(std::string* why) {
       make_ca(certs.dir, "ca") && make_ca(certs.dir, "other-ca") &&
       make_leaf(certs.dir, "server",
                 "subjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth") &&
-      make_leaf(certs.dir, "client", "extendedKeyUsage=clientAuth");
+      make_leaf(certs.dir, "client", "extendedKeyUsage=clientAuth") &&
+      make_leaf(certs.dir, "rogue", "extendedKeyUsage=clientAuth", "other-ca") &&
+      make_leaf(certs.dir, "expired", "extendedKeyUsage=clientAuth", "ca", -1);
   if (!ok) {
     *why = "openssl failed: " + read_file(certs.dir + "/openssl.log");
     remove_test_certs(certs);
@@ -68,6 +72,10 @@ std::optional<TestCerts> make_test_certs(std::string* why) {
   certs.server_key = certs.dir + "/server.key";
   certs.client_cert = certs.dir + "/client.pem";
   certs.client_key = certs.dir + "/client.key";
+  certs.rogue_cert = certs.dir + "/rogue.pem";
+  certs.rogue_key = certs.dir + "/rogue.key";
+  certs.expired_cert = certs.dir + "/expired.pem";
+  certs.expired_key = certs.dir + "/expired.key";
   return certs;
 }
 

@@ -1,7 +1,8 @@
 // A throw-away PKI for TLS tests, made with the openssl command-line tool in
 // a fresh temporary directory: a CA, a server certificate for 127.0.0.1 and
 // localhost, and a client certificate, all signed by the CA, plus a second
-// CA that signed nothing of these.
+// CA, a client certificate it signed (rogue) and an expired client
+// certificate of the first CA.
 #pragma once
 
 #include <optional>
@@ -13,6 +14,8 @@ struct TestCerts {
   std::string dir;
   std::string ca, server_cert, server_key, client_cert, client_key;
   std::string other_ca;  // an unrelated CA
+  std::string rogue_cert, rogue_key;      // CN=rogue, a client of other_ca
+  std::string expired_cert, expired_key;  // CN=expired, a client of ca, expired a day ago
 };
 
 // std::nullopt with `why` set when openssl is missing or fails (the caller

@@ -63,6 +63,27 @@ TEST_CASE("gloo: a bind address that is not this host's is refused", "[transport
   REQUIRE_FALSE(transport.is_ok());
   CHECK(transport.status().code() == common::StatusCode::kInvalidArgument);
   CHECK_THAT(transport.status().message(), Catch::Contains("cannot listen on 'no-such-host.invalid'"));
+  CHECK_THAT(transport.status().message(), Catch::Contains("it does not resolve"));
+}
+
+// Checked before gloo sees it (Debian's gloo crashed on a name that does not
+// resolve): resolved, then one of this host's addresses; gloo gets the number.
+TEST_CASE("gloo: a bind address is resolved and must be this host's", "[transport]") {
+  TransportContext context;
+  context.bind_address = "192.0.2.1";  // TEST-NET-1: nobody's
+  auto foreign = create(context);
+  REQUIRE_FALSE(foreign.is_ok());
+  CHECK(foreign.status().code() == common::StatusCode::kInvalidArgument);
+  CHECK_THAT(foreign.status().message(),
+             Catch::Contains("cannot listen on '192.0.2.1': it is not an address of this host "
+                             "(it has: ") &&
+                 Catch::Contains("127.0.0.1"));
+  context.bind_address = "0.0.0.0";
+  CHECK_FALSE(create(context).is_ok());
+  context.bind_address = "localhost";
+  CHECK(create(context).is_ok());
+  context.bind_address = "127.0.0.2";  // all of 127/8 is this host
+  CHECK(create(context).is_ok());
 }
 
 }  // namespace hvd::transports::gloo

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <regex>
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "agent_fixture.h"
+#include "tests/unit/daemon/agent/containment_util.h"
 #include "tests/unit/daemon/test_util.h"
 
 #ifndef HVD_AGENT_BIN
@@ -247,5 +249,115 @@ TEST_CASE("hvd-agent --secret-stdin --exit-on-stdin-eof: job-scoped, ends at std
     agent.close_stdin();
     CHECK(agent.wait_exit() == 2);
     CHECK_THAT(agent.stderr_text(), Catch::Contains("stdin") && Catch::Contains("16"));
+  }
+}
+
+namespace {
+
+// The modes of hvd-agent --containment to test (containment_util.h).
+std::vector<std::string> containment_modes() {
+  std::vector<std::string> out;
+  for (const auto& c : hvd::daemon::test::containments()) {
+    out.push_back(c.cgroup ? "cgroup" : "subreaper");
+  }
+  return out;
+}
+
+// A job of two leave_children.sh workers that sleep, on the agent serving
+// `port`; returns once their twelve children run.
+v1::LaunchReply launch_children(const std::string& port, const std::string& job,
+                                const std::string& token) {
+  auto stub = v1::Agent::NewStub(
+      grpc::CreateChannel("127.0.0.1:" + port, grpc::InsecureChannelCredentials()));
+  auto req = launch_request(job, {{"bash", HVD_LEAVE_CHILDREN, token, "sleep"},
+                                  {"bash", HVD_LEAVE_CHILDREN, token, "sleep"}});
+  for (int rank = 0; rank < req.workers_size(); ++rank) {
+    (*req.mutable_workers(rank)->mutable_env())["HVD_RANK"] = std::to_string(rank);
+  }
+  v1::LaunchReply reply;
+  // Deadlines for a loaded machine (two cores, busy processes beside).
+  const grpc::Status launched =
+      stub->Launch(agent_context("Agent.Launch", kAgentSecret, 60s).get(), req, &reply);
+  INFO(launched.error_message());
+  REQUIRE(launched.ok());
+  REQUIRE(reply.started_size() == 2);
+  REQUIRE(eventually(
+      [&] {
+        return hvd::daemon::test::left_of_kind(token, "").size() ==
+               2 * std::size(hvd::daemon::test::kChildKinds);
+      },
+      60s));
+  return reply;
+}
+
+// The parent of `pid` (a worker's keeper, or the agent).
+pid_t parent_of(int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  int ppid = -1;
+  std::sscanf(stat.c_str() + stat.rfind(')') + 1, " %*c %d", &ppid);
+  return ppid;
+}
+
+// The cgroup v2 directory of `pid` ("" at the root).
+std::string cgroup_of(int64_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("0::", 0) == 0) return line.substr(3);
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("hvd-agent killed with SIGKILL leaves no process of its jobs, whatever they started") {
+  SecretDir secret;
+  for (const std::string& mode : containment_modes()) {
+    INFO("--containment " << mode);
+    AgentProcess agent({"--secret-file", secret.secret_file, "--listen", "127.0.0.1:0",
+                        "--containment", mode, "--log-level", "info"});
+    const std::string port =
+        agent.wait_for_line(std::regex("listening on 127\\.0\\.0\\.1:(\\d+)"), 60s);
+    INFO(agent.stderr_text());
+    REQUIRE_FALSE(port.empty());
+    CHECK_THAT(agent.stderr_text(), Catch::Contains("containment: " + mode + " ("));
+    const std::string token = hvd::daemon::test::unique_token();
+    auto reply = launch_children(port, "kill-job", token);
+    std::vector<pid_t> parents;
+    for (const auto& started : reply.started()) parents.push_back(parent_of(started.pid()));
+    const std::string cgroup = cgroup_of(reply.started(0).pid());
+    if (mode == "cgroup") CHECK_THAT(cgroup, Catch::Contains("/hvd."));
+
+    agent.signal(SIGKILL);
+    CHECK(agent.wait_exit(60s) == 128 + SIGKILL);
+    hvd::daemon::test::check_none_left(token, 15s);
+    for (const auto& started : reply.started()) CHECK(process_gone(started.pid()));
+    for (pid_t parent : parents) CHECK(eventually([&] { return process_gone(parent); }, 15s));
+    if (mode == "cgroup") {
+      const auto dir = std::filesystem::path(
+          hvd::daemon::own_cgroup_dir().value() +
+          cgroup.substr(cgroup.rfind('/')));  // a sibling of this test's cgroup
+      CHECK(eventually([&] { return !std::filesystem::exists(dir); }, 15s));
+    }
+  }
+}
+
+TEST_CASE("hvd-agent cut off from the launcher ends the job and whatever it started") {
+  SecretDir secret;
+  for (const std::string& mode : containment_modes()) {
+    INFO("--containment " << mode);
+    AgentProcess agent({"--secret-file", secret.secret_file, "--listen", "127.0.0.1:0",
+                        "--containment", mode, "--orphan-grace", "0.5", "--log-level", "info"});
+    const std::string port =
+        agent.wait_for_line(std::regex("listening on 127\\.0\\.0\\.1:(\\d+)"), 60s);
+    INFO(agent.stderr_text());
+    REQUIRE_FALSE(port.empty());
+    const std::string token = hvd::daemon::test::unique_token();
+    // No Watch ever comes: the launcher is gone.
+    auto reply = launch_children(port, "cut-job", token);
+    CHECK_FALSE(agent.wait_for_line(std::regex("job=cut-job launcher gone"), 60s).empty());
+    hvd::daemon::test::check_none_left(token, 20s);
+    for (const auto& started : reply.started()) CHECK(process_gone(started.pid()));
   }
 }

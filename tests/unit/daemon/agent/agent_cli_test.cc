@@ -201,3 +201,18 @@ TEST_CASE("hvd-agent --secret-stdin and --exit-on-stdin-eof (hvdrun --ssh)") {
   REQUIRE(std::holds_alternative<AgentCliExit>(none));
   CHECK_THAT(std::get<AgentCliExit>(none).err, Catch::Contains("--secret-stdin"));
 }
+
+TEST_CASE("hvd-agent --containment, else HVD_CONTAINMENT, else auto") {
+  using hvd::daemon::ContainmentMode;
+  auto config = config_of({"--secret-file", "/etc/hvd/secret"});
+  CHECK(config.containment == ContainmentMode::kAuto);
+  config = config_of({"--secret-file", "/etc/hvd/secret", "--containment", "subreaper"},
+                     {{"HVD_CONTAINMENT", "cgroup"}});
+  CHECK(config.containment == ContainmentMode::kSubreaper);
+  CHECK(config.containment_source == "--containment ");
+  config = config_of({"--secret-file", "/etc/hvd/secret"}, {{"HVD_CONTAINMENT", "cgroup"}});
+  CHECK(config.containment == ContainmentMode::kCgroup);
+  CHECK(config.containment_source == "HVD_CONTAINMENT=");
+  CHECK(error_of({"--containment", "cgroups"}, "'cgroups'") ==
+        "hvd-agent: error: --containment 'cgroups': expected auto, cgroup or subreaper\n");
+}

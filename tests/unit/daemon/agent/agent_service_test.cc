@@ -98,7 +98,7 @@ TEST_CASE("Agent Launch then Watch streams output and the exit code, then ends")
   for (size_t i = 0; i < 2; ++i) {
     REQUIRE(result.events[i].has_output());
     CHECK(result.events[i].output().rank() == 0);
-    lines.emplace_back(result.events[i].output().stream(), result.events[i].output().text());
+    lines.emplace_back(result.events[i].output().stream(), result.events[i].output().lines(0));
   }
   CHECK(std::count(lines.begin(), lines.end(), std::make_pair(v1::STDOUT, std::string("hi"))) == 1);
   CHECK(std::count(lines.begin(), lines.end(), std::make_pair(v1::STDERR, std::string("oops"))) ==
@@ -141,7 +141,7 @@ TEST_CASE("Agent Launch with append adds a replacement to a running job's stream
   std::vector<std::string> lines;
   for (const auto& e : result.events) {
     if (e.has_exit()) exits.emplace_back(e.exit().rank(), e.exit().exit_code());
-    if (e.has_output()) lines.push_back(e.output().text());
+    if (e.has_output()) lines.insert(lines.end(), e.output().lines().begin(), e.output().lines().end());
   }
   std::sort(exits.begin(), exits.end());
   CHECK(exits == std::vector<std::pair<int, int>>{{0, 0}, {1, 0}, {1, 3}});
@@ -276,7 +276,7 @@ TEST_CASE("Agent keeps the events a watcher did not read for the next watcher") 
     auto reader = agent.stub->Watch(ctx.get(), wreq);
     v1::WatchEvent event;
     REQUIRE(reader->Read(&event));
-    CHECK(event.output().text() == "one");
+    CHECK(event.output().lines(0) == "one");
     ctx->TryCancel();
     CHECK(reader->Finish().error_code() == grpc::StatusCode::CANCELLED);
   }
@@ -291,7 +291,7 @@ TEST_CASE("Agent keeps the events a watcher did not read for the next watcher") 
       5000ms));
   REQUIRE(result.status.ok());
   REQUIRE(result.events.size() == 2);
-  CHECK(result.events[0].output().text() == "two");
+  CHECK(result.events[0].output().lines(0) == "two");
   CHECK(result.events[1].exit().exit_code() == 0);
 }
 
@@ -306,7 +306,7 @@ TEST_CASE("Agent shutdown terminates jobs and ends Watch streams") {
   auto reader = agent.stub->Watch(ctx.get(), wreq);
   v1::WatchEvent event;
   REQUIRE(reader->Read(&event));
-  CHECK(event.output().text() == "ready");
+  CHECK(event.output().lines(0) == "ready");
 
   auto stopper = std::async(std::launch::async, [&] { agent.service.shutdown(200ms); });
   std::vector<v1::WatchEvent> rest;

@@ -2,6 +2,8 @@
 
 #include <atomic>
 #include <future>
+#include <string>
+#include <vector>
 
 #include "daemon/agent/job_events.h"
 
@@ -32,6 +34,22 @@ ProcessEvent exit_event(int rank, int code) {
 
 auto never_cancelled = [] { return false; };
 
+// Every event of a watch that must end OK.
+std::vector<v1::WatchEvent> watch_all(JobEvents& events) {
+  std::vector<v1::WatchEvent> seen;
+  CHECK(events.watch([&](const v1::WatchEvent& e) {
+                       seen.push_back(e);
+                       return true;
+                     },
+                     never_cancelled)
+            .ok());
+  return seen;
+}
+
+std::vector<std::string> lines_of(const v1::WatchEvent& e) {
+  return {e.output().lines().begin(), e.output().lines().end()};
+}
+
 }  // namespace
 
 TEST_CASE("JobEvents streams queued events and ends after the last exit") {
@@ -53,7 +71,7 @@ TEST_CASE("JobEvents streams queued events and ends after the last exit") {
   REQUIRE(watcher.wait_for(5s) == std::future_status::ready);
   CHECK(watcher.get().ok());
   REQUIRE(seen.size() == 4);
-  CHECK(seen[0].output().text() == "a");
+  CHECK(seen[0].output().lines(0) == "a");
   CHECK(seen[0].output().stream() == v1::STDOUT);
   CHECK(seen[1].output().stream() == v1::STDERR);
   CHECK(seen[1].output().rank() == 1);
@@ -73,13 +91,7 @@ TEST_CASE("JobEvents streams a worker's stops and continues as state events") {
   stopped.stopped = false;
   events.push(stopped);
   events.push(exit_event(3, 0));
-  std::vector<v1::WatchEvent> seen;
-  CHECK(events.watch([&](const v1::WatchEvent& e) {
-                       seen.push_back(e);
-                       return true;
-                     },
-                     never_cancelled)
-            .ok());
+  const std::vector<v1::WatchEvent> seen = watch_all(events);
   REQUIRE(seen.size() == 3);
   REQUIRE(seen[0].has_state());
   CHECK(seen[0].state().rank() == 3);
@@ -123,29 +135,98 @@ TEST_CASE("JobEvents close ends a watcher with the reason after the queued event
   CHECK(status.error_message() == "shutting down");
 }
 
-TEST_CASE("JobEvents drops output beyond its limit, says so, and keeps exits") {
-  JobEvents events(1);
-  const std::string line(64 * 1024, 'z');
-  const size_t pushed = JobEvents::kMaxQueuedBytes / line.size() + 50;
-  for (size_t i = 0; i < pushed; ++i) events.push(output(0, line));
+TEST_CASE("JobEvents gathers consecutive lines of one worker's stream into one event") {
+  JobEvents events(2);
+  events.push(output(0, "a"));
+  events.push(output(0, "b"));
+  events.push(output(0, "c", true));
+  events.push(output(1, "d"));
+  events.push(output(0, "e"));
   events.push(exit_event(0, 0));
+  events.push(output(1, "f"));
+  events.push(exit_event(1, 0));
+  const std::vector<v1::WatchEvent> seen = watch_all(events);
+  REQUIRE(seen.size() == 7);
+  CHECK(lines_of(seen[0]) == std::vector<std::string>{"a", "b"});
+  CHECK(lines_of(seen[1]) == std::vector<std::string>{"c"});
+  CHECK(seen[1].output().stream() == v1::STDERR);
+  CHECK(lines_of(seen[2]) == std::vector<std::string>{"d"});
+  CHECK(seen[2].output().rank() == 1);
+  CHECK(lines_of(seen[3]) == std::vector<std::string>{"e"});
+  CHECK(seen[4].has_exit());
+  CHECK(lines_of(seen[5]) == std::vector<std::string>{"f"});
+  CHECK(seen[6].has_exit());
+}
+
+TEST_CASE("JobEvents keeps every line past its limit, has no room until half is written") {
+  JobEvents events(1);
+  std::atomic<int> wakes{0};
+  events.on_room([&] { ++wakes; });
+  auto text = [](size_t i) {  // 1000 bytes
+    std::string number = std::to_string(i);
+    return std::string(1000 - number.size(), 'z') + number;
+  };
+  const size_t per_line = 1000 + JobEvents::kLineOverhead;
+  const size_t to_fill = (JobEvents::kMaxQueuedBytes + per_line - 1) / per_line;
+  size_t pushed = 0;
+  for (; pushed + 1 < to_fill; ++pushed) events.push(output(0, text(pushed)));
+  CHECK(events.has_room());
+  events.push(output(0, text(pushed++)));
+  CHECK_FALSE(events.has_room());
+  // The queue itself never drops: a Supervisor that pushes on (a process's
+  // last output after its exit) is kept.
+  for (int i = 0; i < 10; ++i) events.push(output(0, text(pushed++)));
+  events.push(exit_event(0, 0));
+
   size_t lines = 0;
-  std::string notice;
-  bool exited = false;
+  size_t room_at = 0;  // lines written when has_room() turned true
+  bool in_order = true;
   auto status = events.watch(
       [&](const v1::WatchEvent& e) {
-        if (e.has_exit()) exited = true;
-        else if (e.output().text() == line) ++lines;
-        else notice = e.output().text();
+        if (e.has_output()) {
+          CHECK(e.output().lines_size() <=
+                static_cast<int>(JobEvents::kMaxEventBytes / per_line));
+          for (const auto& line : e.output().lines()) {
+            in_order = in_order && line == text(lines);
+            ++lines;
+          }
+        }
+        if (room_at == 0 && events.has_room()) room_at = lines;
         return true;
       },
       never_cancelled);
   CHECK(status.ok());
-  CHECK(exited);
-  CHECK(lines < pushed);
-  CHECK(lines > pushed - 100);
-  CHECK(notice == "hvd-agent: " + std::to_string(pushed - lines) +
-                      " line(s) of output dropped: they were not read in time");
+  CHECK(in_order);
+  CHECK(lines == pushed);
+  CHECK(wakes == 1);
+  // has_room() turned true once no more than half the limit was queued.
+  CHECK(room_at > 0);
+  CHECK((pushed - room_at) * per_line <= JobEvents::kMaxQueuedBytes / 2);
+  CHECK((pushed - room_at) * per_line >=
+        JobEvents::kMaxQueuedBytes / 2 - 2 * JobEvents::kMaxEventBytes);
+}
+
+TEST_CASE("JobEvents puts an event whose write failed back at the front") {
+  JobEvents events(1);
+  events.push(output(0, "a"));
+  CHECK(events.watch([](const v1::WatchEvent&) { return false; }, never_cancelled)
+            .error_code() == grpc::StatusCode::CANCELLED);
+  events.push(output(0, "b"));  // joins "a", back in the queue
+  events.push(exit_event(0, 0));
+  const std::vector<v1::WatchEvent> seen = watch_all(events);
+  REQUIRE(seen.size() == 2);
+  CHECK(lines_of(seen[0]) == std::vector<std::string>{"a", "b"});
+}
+
+TEST_CASE("JobEvents discarded has room again and wakes the reader of the pipes") {
+  JobEvents events(1);
+  std::atomic<int> wakes{0};
+  events.on_room([&] { ++wakes; });
+  const std::string line(64 * 1024, 'z');
+  while (events.has_room()) events.push(output(0, line));
+  events.discard({grpc::StatusCode::ABORTED, "gone"});
+  CHECK(events.has_room());
+  CHECK(wakes == 1);
 }
 
 TEST_CASE("JobEvents discard drops queued and later events and ends every watch") {
