@@ -257,10 +257,10 @@ Result<std::unique_ptr<transports::Transport>> Runtime::join_and_connect() {
       // A member of the round lost while the transports connect ends the
       // connect now: it would wait for the dead peer up to the transport
       // timeout. From the connect on, a loss aborts the world (abort()).
-      std::lock_guard lock(connecting_mu_);
-      connecting_ = abort;
-    }
-    if (world_.elastic) {
+      {
+        std::lock_guard lock(connecting_mu_);
+        connecting_ = abort;
+      }
       membership_watch_.reset();  // the last round's, if any
       membership_watch_ = std::make_unique<MembershipWatch>(
           *rendezvous_, slot_, round_, [this](const Status& why) { members_removed(why); });
