@@ -31,6 +31,11 @@ constexpr std::array kSettings = {
                 "4194304",
                 "Bytes of a staged allreduce copied to host memory, reduced and copied back "
                 "per step; the next chunk's copy to the host overlaps the CPU collective"},
+    SettingSpec{"device_batches_in_flight", "HVD_DEVICE_BATCHES_IN_FLIGHT", "",
+                SettingType::kPositiveInt, "4",
+                "Device (CUDA) batches launched on the device and not yet complete, at most, "
+                "per process set; the engine negotiates and launches the next batches while "
+                "they run"},
     SettingSpec{"hierarchical_allreduce", "HVD_HIERARCHICAL_ALLREDUCE",
                 "HOROVOD_HIERARCHICAL_ALLREDUCE", SettingType::kBool, "false",
                 "Device (CUDA) allreduce in three steps when a process set spans hosts of equal "
@@ -99,6 +104,11 @@ constexpr std::array kSettings = {
                 "10", "Elastic jobs: seconds one run of the host discovery script may take"},
     SettingSpec{"terminate_grace", "HVD_TERMINATE_GRACE_SECONDS", "", SettingType::kPositiveInt,
                 "5", "Seconds between SIGTERM and SIGKILL when workers are terminated"},
+    SettingSpec{"metrics_port", "HVD_METRICS_PORT", "", SettingType::kCount, "0",
+                "TCP port of hvdrun's Prometheus /metrics and live job page (0: off); workers "
+                "then send their op counters on their heartbeat once a second (docs/metrics.md)"},
+    SettingSpec{"metrics_address", "HVD_METRICS_ADDRESS", "", SettingType::kString, "127.0.0.1",
+                "Address the metrics port binds (0.0.0.0: every interface)"},
 };
 
 }  // namespace

@@ -19,13 +19,16 @@ packages=(
 )
 # The tests (Catch2, pytest, namespaces, iptables, a Slurm cluster), the fuzzers
 # (clang, libFuzzer), the benchmarks and their plots, the torchvision models of
-# examples/pytorch_synthetic_benchmark.py, pip, venv and the wheel.
+# examples/pytorch_synthetic_benchmark.py, pip, venv and the wheel; a real
+# Prometheus and a headless chromium driven over the DevTools protocol
+# (python3-websocket) for the metrics tests (ctest -L metrics).
 test_packages=(
   git catch2 openssl util-linux iproute2 procps iptables libnetfilter-queue-dev
   python3-pytest python3-yaml python3-torchvision python3-matplotlib
   python3-pip python3-venv python3-setuptools python3-wheel
   slurm-wlm munge
   clang libclang-rt-14-dev
+  prometheus chromium python3-websocket
 )
 
 case "${1:-}" in

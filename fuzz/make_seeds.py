@@ -153,6 +153,13 @@ def seeds():
             "hex": b"8f2a61c0d94b3e7715aa09c2be44f613\r\n", "short": b"hunter2\n",
             "repeats": b"abababababababababababab\n", "blanks": b"a b c d e f g h i j k l m n o p\n\n",
         },
+        "http": {
+            "get": b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1:9400\r\nAccept: */*\r\n\r\n",
+            "query": b"GET /state.json?t=1 HTTP/1.0\r\n\r\n",
+            "post": b"POST / HTTP/1.1\r\nContent-Length: 3\r\n\r\nabc",
+            "bare": b"GET / HTTP/1.1\n\n", "bad": b"GET  / HTTP/1.1\r\n\r\n",
+            "partial": b"GET /metr",
+        },
         "token": {  # byte 0 even: an authorization value; odd: offset + nonce for a real proof
             "bearer": b"\0Bearer 0123456789abcdef0123456789abcdef",
             "bearer_wrong": b"\0Bearer 0123456789abcdef",

@@ -11,4 +11,5 @@ set(HVD_FUZZ_TARGETS
   agent          # daemon/agent/agent_requests.h: check_launch, check_job_id
   secret         # common/secret_file.h: check_secret
   token          # proto/rpc_auth.h check_token, proto/agent_auth.h AgentProofChecker
+  http           # common/http_request.h: http_head_length, parse_http_request (--metrics-port)
 )

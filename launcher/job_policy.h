@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/status.h"
@@ -67,6 +68,12 @@ class JobPolicy {
   // (the session then looks in the plan).
   virtual std::string host_of(int /*process*/) const { return {}; }
   virtual bool is_spare(int /*process*/) const { return false; }
+  // Hosts blacklisted at `now` and how long their cooldown lasts still
+  // (elastic jobs; for hvdrun's /metrics).
+  virtual std::vector<std::pair<std::string, Clock::duration>> blacklisted(
+      Clock::time_point /*now*/) const {
+    return {};
+  }
   // The rank whose output `process` writes.
   virtual int output_rank(int process) const { return process; }
   // The session shuts down: threads of the policy end.

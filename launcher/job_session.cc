@@ -9,6 +9,7 @@
 #include "daemon/rendezvous/rendezvous_service.h"
 #include "launcher/exit_codes.h"
 #include "launcher/host_agents.h"
+#include "launcher/metrics_exporter.h"
 #include "launcher/signal_watcher.h"
 #include "proto/grpc_server.h"
 
@@ -79,6 +80,7 @@ int JobSession::supervise() {
     if (!stop_.terminating()) first_round_.track(view_of(rendezvous_->membership()));
     if (!stop_.terminating() && !exits_.settling()) check_start_timeout(now);
     if (!stop_.terminating() && !exits_.settling()) policy_->tick(now);
+    if (monitor_) refresh_monitor(now);
     if (!stop_.terminating() && !exits_.settling() && policy_->succeeded()) {
       // Every worker exited with 0; the streams end after their last output.
       exits_.decide(exit_code::kSuccess);
@@ -106,6 +108,7 @@ int JobSession::supervise() {
                    },
                    [&](const WorkerExited& exit) { handle(exit); },
                    [&](const WorkerStateChanged& change) {
+                     if (monitor_) monitor_->state_changed(change.rank, change.stopped);
                      if (!stop_.terminating()) policy_->worker_state(change);
                    },
                    [&](const WatchEnded& end) { handle(end); },
@@ -137,6 +140,10 @@ void JobSession::handle(const WorkerOutput& out) {
 
 void JobSession::handle(WorkerExited exit) {
   if (policy_->take_spare_exit(exit)) return;
+  if (monitor_) {
+    monitor_->exited(exit.rank, host_of(exit.rank), exit.exit_code, exit.signal,
+                     stop_.terminating());
+  }
   if (!exits_.exited(exit.rank)) {
     spdlog::warn("exit event for unknown rank {} (pid {})", exit.rank, exit.pid);
     return;
@@ -176,6 +183,7 @@ void JobSession::handle(const WatchEnded& end) {
     note_stream_end(*agent, end.status);
     return;
   }
+  if (monitor_) monitor_->agent_lost(agents_->target(*agent).host, end.status.message());
   policy_->agent_lost(*agent, running, end.status);
 }
 
@@ -246,6 +254,7 @@ void JobSession::check_start_timeout(Clock::time_point now) {
 }
 
 void JobSession::shutdown() {
+  metrics_.reset();  // first: its thread reads the rendezvous
   if (policy_) policy_->stop();
   if (agents_ && launched_) stop_.terminate_now(*agents_, job_id_, streams_.lost_agents());
   stop_.join();
@@ -256,6 +265,42 @@ void JobSession::shutdown() {
   rendezvous_server_.reset();
   rendezvous_.reset();
   sink_.close();
+}
+
+int JobSession::start_metrics() {
+  const auto port = options_.settings.get_int("metrics_port");
+  if (port <= 0) return exit_code::kSuccess;
+  const bool elastic = options_.elastic.enabled;
+  monitor_ = std::make_unique<JobMonitor>(elastic, elastic ? options_.elastic.min_np : options_.np,
+                                          elastic ? options_.elastic.max_np : options_.np);
+  const std::string address = options_.settings.get("metrics_address");
+  auto exporter =
+      MetricsExporter::start(address, static_cast<int>(port), *monitor_, *rendezvous_);
+  if (!exporter.is_ok()) {
+    error_line("--metrics-port: " + exporter.status().message());
+    return exit_code::kUsage;
+  }
+  metrics_ = std::move(exporter).value();
+  spdlog::info("metrics at http://{}:{}/metrics, the job page at http://{}:{}/", address,
+               metrics_->port(), address, metrics_->port());
+  return exit_code::kSuccess;
+}
+
+void JobSession::refresh_monitor(Clock::time_point now) {
+  if (now - monitor_refreshed_ < std::chrono::milliseconds(250)) return;
+  monitor_refreshed_ = now;
+  std::vector<JobMonitor::Placed> placed;
+  for (int slot = 0; slot < policy_->slots(); ++slot) {
+    const std::string host = policy_->host_of(slot);
+    if (host.empty() && static_cast<size_t>(slot) >= plan_.size()) continue;  // never used
+    placed.push_back({slot, host_of(slot), false});
+  }
+  for (int spare : rendezvous_->waiting_spares()) placed.push_back({spare, host_of(spare), true});
+  std::vector<JobMonitor::Blacklisted> blacklisted;
+  for (const auto& [host, left] : policy_->blacklisted(now)) {
+    blacklisted.push_back({host, std::chrono::duration<double>(left).count()});
+  }
+  monitor_->refresh(placed, std::move(blacklisted), *rendezvous_, now);
 }
 
 }  // namespace hvd::launcher

@@ -29,6 +29,7 @@
 #include "launcher/first_round.h"
 #include "launcher/job_events.h"
 #include "launcher/job_exits.h"
+#include "launcher/job_monitor.h"
 #include "launcher/job_policy.h"
 #include "launcher/output_hints.h"
 #include "launcher/output_sink.h"
@@ -44,6 +45,7 @@ class RendezvousService;
 namespace hvd::launcher {
 
 class HostAgents;
+class MetricsExporter;
 
 class JobSession {
  public:
@@ -113,6 +115,10 @@ class JobSession {
   void handle(const SignalReceived& signal);
   void handle(const WorkerOutput& out);
   void check_start_timeout(std::chrono::steady_clock::time_point now);
+  // --metrics-port: the exporter started (an exit code when it cannot be).
+  int start_metrics();
+  // The monitor's view of the slots and spares, at most every 250 ms.
+  void refresh_monitor(std::chrono::steady_clock::time_point now);
   std::string host_of(int process) const;
   void shutdown();  // every exit path: workers gone, servers down
   static void error_line(const std::string& message);  // "hvdrun: error: MESSAGE"
@@ -136,6 +142,9 @@ class JobSession {
   bool launched_ = false;  // the agents started the workers
 
   JobExits exits_;
+  std::unique_ptr<JobMonitor> monitor_;          // --metrics-port only
+  std::unique_ptr<MetricsExporter> metrics_;     // after monitor_, which it reads
+  std::chrono::steady_clock::time_point monitor_refreshed_{};
   Terminator stop_;
   int signals_ = 0;                   // SIGINT/SIGTERM/SIGHUP received
   std::atomic<int> first_signal_{0};  // set by the signal watcher; read while starting

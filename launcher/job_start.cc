@@ -99,6 +99,7 @@ int JobSession::start() {
     return exit_code::kInternalError;
   }
   rendezvous_server_ = std::move(rendezvous_server).value();
+  if (int code = start_metrics(); code != exit_code::kSuccess) return code;
   const std::string rendezvous_addr =
       host_port(network->advertised_host, rendezvous_server_->port());
 

@@ -14,14 +14,23 @@ std::string short_name(const std::string& service) {
 
 }  // namespace
 
-CallGate::CallGate(std::string service, std::map<std::string, int> limits, CredentialCheck check)
+CallGate::CallGate(std::string service, std::map<std::string, int> limits, CredentialCheck check,
+                   std::set<std::string, std::less<>> waiting)
     : service_(std::move(service)),
       short_name_(short_name(service_)),
       limits_(limits.begin(), limits.end()),
-      check_(std::move(check)) {
+      check_(std::move(check)),
+      waiting_(std::move(waiting)) {
   for (const auto& [method, limit] : limits_) {
     max_request_bytes_ = std::max(max_request_bytes_, limit);
   }
+}
+
+bool CallGate::may_wait(std::string_view path) const {
+  if (waiting_.empty()) return false;
+  const size_t slash = path.rfind('/');
+  return waiting_.find(slash == std::string_view::npos ? path : path.substr(slash + 1)) !=
+         waiting_.end();
 }
 
 grpc::Status CallGate::admit(std::string_view path,

@@ -2,7 +2,8 @@
 // their body (issue 21: the agent used to receive and parse unauthenticated
 // requests of up to 64 MiB before it checked the proof). A service's gate
 // names its methods with the largest request each may send and checks the
-// call's credentials; GrpcServer::start puts the gates of the services it
+// call's credentials (for some methods it may wait: `waiting`);
+// GrpcServer::start puts the gates of the services it
 // serves in front of them (gated_credentials.h), where gRPC runs them in the
 // server's auth filter on the call's headers: a refused call ends there with
 // the gate's status, its body is never read into a message, its handler
@@ -22,6 +23,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 
@@ -41,9 +43,16 @@ class CallGate {
 
   // `service`: the service's full name (hvd::v1::Agent::service_full_name());
   // `limits`: every method of it ("Launch") with the largest request it takes.
-  CallGate(std::string service, std::map<std::string, int> limits, CredentialCheck check);
+  // `waiting`: the methods whose check may block (a bounded wait, e.g. for
+  // the caller's previous call: daemon/rendezvous/set_lanes.h); the server
+  // runs their checks on threads of their own, never on gRPC's I/O threads.
+  CallGate(std::string service, std::map<std::string, int> limits, CredentialCheck check,
+           std::set<std::string, std::less<>> waiting = {});
 
   const std::string& service() const { return service_; }
+  // Whether the check of a call of `path` ("/hvd.v1.Rendezvous/Set") may block.
+  bool may_wait(std::string_view path) const;
+  bool has_waiting_methods() const { return !waiting_.empty(); }
   // The largest limit of the methods.
   int max_request_bytes() const { return max_request_bytes_; }
 
@@ -67,6 +76,7 @@ class CallGate {
   const std::string short_name_;  // "Agent": the prefix of the methods' names
   const std::map<std::string, int, std::less<>> limits_;
   const CredentialCheck check_;
+  const std::set<std::string, std::less<>> waiting_;
   int max_request_bytes_ = 0;
   std::atomic<bool> installed_{false};
 };

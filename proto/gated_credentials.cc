@@ -5,8 +5,12 @@
 #include <grpcpp/security/auth_metadata_processor.h>
 #include <grpcpp/security/server_credentials.h>
 
+#include <memory>
 #include <string>
+#include <thread>
 #include <typeinfo>
+#include <utility>
+#include <vector>
 
 #include "proto/rpc_auth.h"
 
@@ -14,14 +18,27 @@ namespace hvd::proto {
 
 namespace {
 
-// Dispatches each call to the gate of its service. Never blocks: gRPC runs it
-// inline in the auth filter.
+// Dispatches each call to the gate of its service. When no gate has methods
+// that may wait it never blocks, and gRPC runs it inline in the auth filter.
+// Otherwise it is blocking: over TLS gRPC runs every check on a thread of its
+// pool; in plaintext (PlaintextWithProcessor) the calls of the methods that
+// may wait get a thread of their own, the others are checked inline.
 class GateProcessor final : public grpc::AuthMetadataProcessor {
  public:
   GateProcessor(std::vector<const CallGate*> gates, bool refuse_other_services)
-      : gates_(std::move(gates)), refuse_other_services_(refuse_other_services) {}
+      : gates_(std::move(gates)), refuse_other_services_(refuse_other_services) {
+    for (const CallGate* gate : gates_) blocking_ = blocking_ || gate->has_waiting_methods();
+  }
 
-  bool IsBlocking() const override { return false; }
+  bool IsBlocking() const override { return blocking_; }
+
+  // Whether the check of a call of `path` may block.
+  bool may_wait(std::string_view path) const {
+    for (const CallGate* gate : gates_) {
+      if (gate->may_wait(path)) return true;
+    }
+    return false;
+  }
 
   grpc::Status Process(const InputMetadata& metadata, grpc::AuthContext* context,
                        OutputMetadata* /*consumed*/, OutputMetadata* /*response*/) override {
@@ -56,6 +73,7 @@ class GateProcessor final : public grpc::AuthMetadataProcessor {
 
   const std::vector<const CallGate*> gates_;
   const bool refuse_other_services_;
+  bool blocking_ = false;
 };
 
 // Plaintext with a metadata processor, through gRPC's core API (the C++
@@ -82,22 +100,37 @@ class PlaintextWithProcessor final : public grpc::ServerCredentials {
     return port;
   }
 
+  static std::string_view text(const grpc_slice& slice) {
+    return {reinterpret_cast<const char*>(GRPC_SLICE_START_PTR(slice)), GRPC_SLICE_LENGTH(slice)};
+  }
+
   static void process(void* state, grpc_auth_context* /*context*/, const grpc_metadata* md,
                       size_t num_md, grpc_process_auth_metadata_done_cb done, void* user_data) {
-    grpc::AuthMetadataProcessor::InputMetadata input;
+    // Owned copies: a check that may wait runs after this returns.
+    auto headers = std::make_shared<std::vector<std::pair<std::string, std::string>>>();
+    bool wait = false;
+    const Shared& processor = *static_cast<Shared*>(state);
+    const auto* gate = dynamic_cast<const GateProcessor*>(processor.get());
     for (size_t i = 0; i < num_md; ++i) {
-      input.emplace(
-          grpc::string_ref(reinterpret_cast<const char*>(GRPC_SLICE_START_PTR(md[i].key)),
-                           GRPC_SLICE_LENGTH(md[i].key)),
-          grpc::string_ref(reinterpret_cast<const char*>(GRPC_SLICE_START_PTR(md[i].value)),
-                           GRPC_SLICE_LENGTH(md[i].value)));
+      headers->emplace_back(text(md[i].key), text(md[i].value));
+      if (gate != nullptr && headers->back().first == ":path") {
+        wait = gate->may_wait(headers->back().second);
+      }
     }
-    grpc::AuthMetadataProcessor::OutputMetadata consumed;
-    grpc::AuthMetadataProcessor::OutputMetadata response;
-    const grpc::Status status =
-        (*static_cast<Shared*>(state))->Process(input, nullptr, &consumed, &response);
-    done(user_data, nullptr, 0, nullptr, 0, static_cast<grpc_status_code>(status.error_code()),
-         status.ok() ? nullptr : status.error_message().c_str());
+    auto check = [processor, headers, done, user_data] {
+      grpc::AuthMetadataProcessor::InputMetadata input;
+      for (const auto& [key, value] : *headers) input.emplace(key, value);
+      grpc::AuthMetadataProcessor::OutputMetadata consumed;
+      grpc::AuthMetadataProcessor::OutputMetadata response;
+      const grpc::Status status = processor->Process(input, nullptr, &consumed, &response);
+      done(user_data, nullptr, 0, nullptr, 0, static_cast<grpc_status_code>(status.error_code()),
+           status.ok() ? nullptr : status.error_message().c_str());
+    };
+    if (wait) {
+      std::thread(std::move(check)).detach();
+    } else {
+      check();
+    }
   }
 
   static void destroy(void* state) { delete static_cast<Shared*>(state); }

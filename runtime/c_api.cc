@@ -205,6 +205,28 @@ constexpr Feature kFeatures[] = {
 // that this rank shut down).
 void shutdown_at_exit() { (void)hvd_shutdown(); }
 
+// hvd_handle_copy_output(_on): a device output on `stream`, waited for with
+// `wait`; a host output copied at once.
+int copy_output(int64_t handle, void* dst, int64_t bytes, void* stream, bool wait,
+                const char* call) {
+  return with_runtime([&](Runtime& rt) {
+    return rt.handles().inspect(handle, [&](const hvd::runtime::engine::FinishedOp& op) -> Status {
+      if (!op.status.is_ok()) return op.status;
+      if (bytes < 0 || static_cast<size_t>(bytes) != op.output.bytes) {
+        return hvd::common::invalid_argument(std::string(call) + ": the output has " +
+                                             std::to_string(op.output.bytes) + " bytes, not " +
+                                             std::to_string(bytes));
+      }
+      if (bytes > 0) {
+        if (dst == nullptr) return hvd::common::invalid_argument(std::string(call) + ": dst is null");
+        if (op.output.device) return op.output.device->copy_to(dst, op.output.bytes, stream, wait);
+        std::memcpy(dst, op.output.data.get(), op.output.bytes);
+      }
+      return Status::ok();
+    });
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -346,6 +368,21 @@ int hvd_wait(int64_t handle, double timeout_seconds) {
   });
 }
 
+int hvd_wait_on_stream(int64_t handle, void* stream, double timeout_seconds) {
+  return with_runtime([&](Runtime& rt) {
+    std::optional<std::chrono::duration<double>> timeout;
+    if (timeout_seconds > 0) timeout = std::chrono::duration<double>(timeout_seconds);
+    std::shared_ptr<hvd::runtime::engine::DeviceEvent> event;
+    Status s = rt.handles().wait_launched(handle, timeout, &event);
+    if (!s.is_ok() || !event) return s;  // done (or failed, or timed out)
+    return event->order(stream);
+  });
+}
+
+int hvd_handle_copy_output_on(int64_t handle, void* dst, int64_t bytes, void* stream) {
+  return copy_output(handle, dst, bytes, stream, false, "hvd_handle_copy_output_on");
+}
+
 int hvd_handle_output_shape(int64_t handle, int64_t* shape, int32_t max_ndim, int32_t* ndim) {
   return with_runtime([&](Runtime& rt) {
     return rt.handles().inspect(handle, [&](const hvd::runtime::engine::FinishedOp& op) -> Status {
@@ -365,24 +402,7 @@ int hvd_handle_output_shape(int64_t handle, int64_t* shape, int32_t max_ndim, in
 }
 
 int hvd_handle_copy_output(int64_t handle, void* dst, int64_t bytes) {
-  return with_runtime([&](Runtime& rt) {
-    return rt.handles().inspect(handle, [&](const hvd::runtime::engine::FinishedOp& op) -> Status {
-      if (!op.status.is_ok()) return op.status;
-      if (bytes < 0 || static_cast<size_t>(bytes) != op.output.bytes) {
-        return hvd::common::invalid_argument("hvd_handle_copy_output: the output has " +
-                                             std::to_string(op.output.bytes) + " bytes, not " +
-                                             std::to_string(bytes));
-      }
-      if (bytes > 0) {
-        if (dst == nullptr) {
-          return hvd::common::invalid_argument("hvd_handle_copy_output: dst is null");
-        }
-        if (op.output.device) return op.output.device->copy_to(dst, op.output.bytes);
-        std::memcpy(dst, op.output.data.get(), op.output.bytes);
-      }
-      return Status::ok();
-    });
-  });
+  return copy_output(handle, dst, bytes, nullptr, true, "hvd_handle_copy_output");
 }
 
 int hvd_handle_take_output(int64_t handle, void** data, int64_t* bytes, void** token) {

@@ -93,8 +93,8 @@ static_assert(offsetof(hvd_op, process_set_id) == 88);
 static_assert(HVD_OP_MIN_SIZE == 96, "the oldest layout ends with process_set_id");
 static_assert(offsetof(hvd_op, stream) == 96);
 static_assert(offsetof(hvd_op, ready_event) == 104);
-static_assert(sizeof(hvd_op) == 112, "HVD_ABI_VERSION 3 and 4's hvd_op (1 and 2's ended at 104)");
-static_assert(HVD_ABI_VERSION == 4, "a new ABI version: update the layout asserts above");
+static_assert(sizeof(hvd_op) == 112, "HVD_ABI_VERSION 3 to 5's hvd_op (1 and 2's ended at 104)");
+static_assert(HVD_ABI_VERSION == 5, "a new ABI version: update the layout asserts above");
 
 struct Constant {
   std::string_view name;

@@ -13,6 +13,7 @@
 #include "daemon/rendezvous/round_keys.h"
 #include "runtime/discovery/slurm_node_address.h"
 #include "runtime/engine/agreement.h"
+#include "runtime/rank_stats_report.h"
 #include "transports/plugin/known_plugins.h"
 
 namespace hvd::runtime {
@@ -130,6 +131,8 @@ std::shared_ptr<engine::SetEngine> Runtime::make_engine(
   o.cycle_time_ms = settings_.get_double("cycle_time_ms");
   o.fusion_threshold = settings_.get_int("fusion_threshold");
   o.cache_capacity = static_cast<size_t>(settings_.get_int("cache_capacity"));
+  o.device_batches_in_flight = static_cast<size_t>(settings_.get_int("device_batches_in_flight"));
+  o.device_timeout = seconds_setting(settings_, "transport_timeout");
   o.stall_warning = std::chrono::seconds(settings_.get_int("stall_check_warning_time_seconds"));
   o.stall_shutdown = std::chrono::seconds(settings_.get_int("stall_check_shutdown_time_seconds"));
   o.no_progress = std::chrono::seconds(settings_.get_int("stall_check_no_progress_seconds"));
@@ -220,8 +223,10 @@ Status Runtime::join_round(std::chrono::milliseconds timeout) {
   faults_.reach("joined", round_, slot_);
   const auto liveness = seconds_setting(settings_, "heartbeat_timeout_seconds");
   if (liveness.count() > 0) {
+    Heartbeat::StatsSource stats;  // hvdrun --metrics-port: op counters (docs/metrics.md)
+    if (settings_.get_int("metrics_port") > 0) stats = [this] { return rank_stats(sets_.all()); };
     heartbeat_ = std::make_unique<Heartbeat>(*rendezvous_, slot_, round_,
-                                             Heartbeat::interval_for(liveness));
+                                             Heartbeat::interval_for(liveness), std::move(stats));
   }
   return Status::ok();
 }

@@ -63,6 +63,28 @@ class DeviceWork {
   // null (recorded by the framework on `stream` when the op was enqueued),
   // else for the work enqueued on `stream` so far.
   virtual common::Status stream_wait(void* waiter, void* stream, void* event) = 0;
+
+  // Events (a plugin of ABI version 4): has_events() false means none, and
+  // the engine then waits for each batch with synchronize() as before.
+  // An event is created once and recorded many times; query() says whether
+  // the work before its last record is done, never blocking.
+  virtual bool has_events() const { return false; }
+  virtual common::Result<void*> event_create() {
+    return common::failed_precondition(name() + " has no events");
+  }
+  virtual void event_destroy(void* /*event*/) {}
+  virtual common::Status event_record(void* /*event*/, void* /*stream*/) {
+    return common::failed_precondition(name() + " has no events");
+  }
+  virtual common::Result<bool> event_query(void* /*event*/) {
+    return common::failed_precondition(name() + " has no events");
+  }
+  // copy() whose every entry's dst and src the caller knows to be device
+  // memory (from the tensors' devices, decided once at enqueue): nothing is
+  // classified per entry. Default: copy().
+  virtual common::Status copy_on_device(std::span<const DeviceCopy> copies, void* stream) {
+    return copy(copies, stream);
+  }
 };
 
 // Optional extension of a Transport whose ops enqueue on a CUDA stream (a
@@ -72,6 +94,11 @@ class StreamedTransport {
  public:
   virtual ~StreamedTransport() = default;
   virtual void set_stream(void* stream) = 0;
+  // OK, or the failure of collectives enqueued earlier that shows only
+  // asynchronously (a plugin of ABI version 4: ncclCommGetAsyncError); a
+  // failure leaves the transport failed. Never blocks; any thread (the
+  // engine's completion thread asks while it waits for a batch's event).
+  virtual common::Status async_error() { return common::Status::ok(); }
 };
 
 // What a process set's device ops run on: the GPU transport and the device

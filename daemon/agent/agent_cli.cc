@@ -104,7 +104,8 @@ AgentCliOutcome parse_agent_command_line(const std::vector<std::string>& args,
       "listen, 2 usage error. See docs/agent.md.");
   app.set_version_flag("--version", std::string("hvd-agent (hvd) ") + HVD_VERSION);
 
-  std::string listen, slots, orphan_grace, log_level, containment;
+  std::string listen, slots, orphan_grace, log_level, containment, metrics_port;
+  std::string metrics_address = "127.0.0.1";
   proto::TlsFiles tls;
   common::SecretOptions secret;
   bool exit_on_stdin_eof = false;
@@ -132,6 +133,12 @@ AgentCliOutcome parse_agent_command_line(const std::vector<std::string>& args,
                  "one can be made, else a subreaper), cgroup (required) or subreaper "
                  "[env HVD_CONTAINMENT] (default auto)")
       ->type_name("MODE");
+  app.add_option("--metrics-port", metrics_port,
+                 "Serve Prometheus /metrics of the agent on this TCP port (default 0: off)")
+      ->type_name("PORT");
+  app.add_option("--metrics-address", metrics_address,
+                 "Address the metrics port binds (default 127.0.0.1)")
+      ->type_name("ADDR");
   app.add_option("--log-level", log_level,
                  "trace, debug, info, warning, error, fatal or off (default info)")
       ->type_name("LEVEL");
@@ -159,6 +166,15 @@ AgentCliOutcome parse_agent_command_line(const std::vector<std::string>& args,
     if (!grace.is_ok()) return usage_error(grace.status().message());
     config.orphan_grace = *grace;
   }
+  if (app.count("--metrics-port") > 0) {
+    auto number = common::parse_decimal(metrics_port);
+    if (!number || *number < 0 || *number > 65535) {
+      return usage_error("--metrics-port '" + metrics_port +
+                         "': expected a whole number from 0 to 65535");
+    }
+    config.metrics_port = static_cast<int>(*number);
+  }
+  config.metrics_address = metrics_address;
   if (app.count("--log-level") > 0) {
     auto level = common::parse_log_level(log_level);
     if (!level.is_ok()) return usage_error("--log-level: " + level.status().message());

@@ -49,6 +49,10 @@ struct AgentConfig {
   ContainmentMode containment = ContainmentMode::kAuto;
   std::string containment_source = "--containment ";
   spdlog::level::level_enum log_level = spdlog::level::info;
+  // --metrics-port: Prometheus /metrics of the agent (0: off; docs/metrics.md),
+  // bound to --metrics-address.
+  int metrics_port = 0;
+  std::string metrics_address = "127.0.0.1";
 };
 
 // --help, --version or an error: what to print and the exit code (err: one

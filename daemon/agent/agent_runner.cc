@@ -10,7 +10,9 @@
 #include <cstdio>
 #include <thread>
 
+#include "common/http_server.h"
 #include "common/input_file.h"
+#include "common/prometheus_text.h"
 #include "common/secret_file.h"
 #include "daemon/agent/agent_service.h"
 #include "daemon/agent/containment.h"
@@ -123,6 +125,24 @@ int run_agent(const AgentConfig& config, const std::function<int()>& wait_for_st
   } else {
     spdlog::info("listening on {}", address);
   }
+  std::unique_ptr<common::HttpServer> metrics;
+  if (config.metrics_port > 0) {
+    auto started = common::HttpServer::start(
+        config.metrics_address, config.metrics_port, [&service](const common::HttpRequest& r) {
+          if (r.path != "/metrics") {
+            return common::HttpResponse{404, "text/plain; charset=utf-8", "try /metrics\n"};
+          }
+          return common::HttpResponse{200, std::string(common::kPrometheusContentType),
+                                      service.metrics().render()};
+        });
+    if (!started.is_ok()) {
+      (*server)->shutdown(std::chrono::milliseconds(0));
+      service.shutdown(std::chrono::milliseconds(0));
+      return fail(agent_exit::kUsage, "--metrics-port: " + started.status().message());
+    }
+    metrics = std::move(started).value();
+    spdlog::info("metrics at http://{}:{}/metrics", config.metrics_address, metrics->port());
+  }
   if (on_listening) on_listening(address);
   if (config.exit_on_stdin_eof) watch_stdin_eof();
 
@@ -131,6 +151,7 @@ int run_agent(const AgentConfig& config, const std::function<int()>& wait_for_st
                signal_text(signo));
   // Workers first: their Watch streams end with the service's shutdown, so
   // the server's shutdown does not wait for them.
+  if (metrics) metrics->stop();
   service.shutdown(kAgentShutdownGrace);
   (*server)->shutdown(kServerShutdownGrace);
   spdlog::info("stopped");

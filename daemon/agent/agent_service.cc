@@ -77,8 +77,13 @@ ProcessSpec to_spec(const hvd::v1::WorkerSpec& worker) {
   return spec;
 }
 
-// Logs each worker's exit and stop; runs on the job's supervisor thread.
-void log_event(const std::string& job_id, const ProcessEvent& event) {
+// Logs each worker's exit and stop and counts exits and output
+// (agent_metrics.h); runs on the job's supervisor thread.
+void log_event(const std::string& job_id, const ProcessEvent& event, AgentMetrics& metrics) {
+  if (event.kind == ProcessEvent::Kind::kOutput) {
+    metrics.output(event.is_stderr, event.text.size() + 1);
+  }
+  if (event.kind == ProcessEvent::Kind::kExit) metrics.exited(event.exit_code, event.signal);
   if (event.kind == ProcessEvent::Kind::kState) {
     spdlog::info("job={} rank={} pid={} {}", job_id, event.rank, event.pid,
                  event.stopped ? "stopped" : "runs again");
@@ -119,7 +124,9 @@ struct AgentService::State {
         gate(hvd::v1::Agent::service_full_name(), kAgentLimits,
              [this](const std::string& method, std::optional<std::string_view> proof,
                     std::string_view peer) {
-               return credentials.check_header(proof, method.c_str(), peer);
+               auto verdict = credentials.check_header(proof, method.c_str(), peer);
+               if (!verdict.ok()) metrics.refused(verdict.error_code());
+               return verdict;
              }),
         orphans(options.orphan_grace,
                 [this](const std::string& job_id, milliseconds unwatched) {
@@ -153,7 +160,13 @@ struct AgentService::State {
     job->release_supervisor();
   }
 
+  grpc::Status refuse(grpc::Status why) {
+    metrics.refused(why.error_code());
+    return why;
+  }
+
   const AgentOptions options;
+  AgentMetrics metrics;  // before what may count into it
   // An agent without a secret would be a remote shell for anyone who can
   // reach it: the checker refuses every call then.
   proto::AgentProofChecker credentials;
@@ -175,6 +188,8 @@ AgentService::AgentService(AgentOptions options)
     : state_(std::make_unique<State>(std::move(options))) {}
 
 proto::CallGate& AgentService::call_gate() { return state_->gate; }
+
+const AgentMetrics& AgentService::metrics() const { return state_->metrics; }
 
 AgentService::~AgentService() {
   bool needed = false;
@@ -219,9 +234,10 @@ void AgentService::shutdown(std::chrono::milliseconds grace) {
 grpc::Status AgentService::Launch(grpc::ServerContext* ctx, const hvd::v1::LaunchRequest* req,
                                   hvd::v1::LaunchReply* reply) {
   auto auth = state_->gate.admitted("Launch", *req);
-  if (!auth.ok()) return auth;
+  if (!auth.ok()) return state_->refuse(auth);
   auto valid = check_launch(*req);
   if (!valid.ok()) {
+    state_->metrics.refused(valid.error_code());
     spdlog::info("refused Agent.Launch from peer={}: {}", ctx->peer(), valid.error_message());
     return valid;
   }
@@ -231,8 +247,8 @@ grpc::Status AgentService::Launch(grpc::ServerContext* ctx, const hvd::v1::Launc
   auto job = std::make_shared<Job>(req->workers_size());
   // The workers' pipes are read only while the job's queue has room.
   job->supervisor = std::make_shared<Supervisor>(
-      [events = job->events, job_id](const ProcessEvent& event) {
-        log_event(job_id, event);
+      [events = job->events, job_id, metrics = &state_->metrics](const ProcessEvent& event) {
+        log_event(job_id, event, *metrics);
         events->push(event);
       },
       [events = job->events] { return events->has_room(); });
@@ -268,6 +284,7 @@ grpc::Status AgentService::Launch(grpc::ServerContext* ctx, const hvd::v1::Launc
       return proto::to_grpc(pid.status());
     }
     record_started(job_id, worker, pid.value(), reply);
+    state_->metrics.started();
   }
   bool shutting_down = false;
   {
@@ -309,6 +326,7 @@ grpc::Status AgentService::append(const grpc::ServerContext& ctx,
       return proto::to_grpc(pid.status());
     }
     record_started(job_id, worker, pid.value(), reply);
+    state_->metrics.started();
   }
   return grpc::Status::OK;
 }
@@ -316,7 +334,7 @@ grpc::Status AgentService::append(const grpc::ServerContext& ctx,
 grpc::Status AgentService::Watch(grpc::ServerContext* ctx, const hvd::v1::WatchRequest* req,
                                  grpc::ServerWriter<hvd::v1::WatchEvent>* writer) {
   auto auth = state_->gate.admitted("Watch", *req);
-  if (!auth.ok()) return auth;
+  if (!auth.ok()) return state_->refuse(auth);
   if (auto s = check_job_id(req->job_id()); !s.ok()) return s;
   const std::string& job_id = req->job_id();
   auto job = state_->find(job_id);
@@ -342,7 +360,7 @@ grpc::Status AgentService::Watch(grpc::ServerContext* ctx, const hvd::v1::WatchR
 grpc::Status AgentService::Signal(grpc::ServerContext* ctx, const hvd::v1::SignalRequest* req,
                                   hvd::v1::SignalReply* /*reply*/) {
   auto auth = state_->gate.admitted("Signal", *req);
-  if (!auth.ok()) return auth;
+  if (!auth.ok()) return state_->refuse(auth);
   if (auto s = check_job_id(req->job_id()); !s.ok()) return s;
   if (req->signal() <= 0 || req->signal() >= NSIG) {
     return {grpc::StatusCode::INVALID_ARGUMENT,
@@ -369,7 +387,7 @@ grpc::Status AgentService::Terminate(grpc::ServerContext* ctx,
                                      const hvd::v1::TerminateRequest* req,
                                      hvd::v1::TerminateReply* reply) {
   auto auth = state_->gate.admitted("Terminate", *req);
-  if (!auth.ok()) return auth;
+  if (!auth.ok()) return state_->refuse(auth);
   if (auto s = check_job_id(req->job_id()); !s.ok()) return s;
   auto job = state_->find(req->job_id());
   if (!job) return unknown_job(req->job_id());
@@ -389,7 +407,7 @@ grpc::Status AgentService::Terminate(grpc::ServerContext* ctx,
 grpc::Status AgentService::Info(grpc::ServerContext* /*ctx*/, const hvd::v1::InfoRequest* req,
                                 hvd::v1::InfoReply* reply) {
   auto auth = state_->gate.admitted("Info", *req);
-  if (!auth.ok()) return auth;
+  if (!auth.ok()) return state_->refuse(auth);
   reply->set_hostname(host_name());
   reply->set_slots(state_->options.slots);
   reply->set_gpus(count_gpus());

@@ -38,6 +38,7 @@
 #include <memory>
 #include <string>
 
+#include "daemon/agent/agent_metrics.h"
 #include "hvd/v1/agent.grpc.pb.h"
 #include "proto/call_gate.h"
 #include "proto/grpc_server.h"
@@ -70,6 +71,8 @@ class AgentService final : public hvd::v1::Agent::Service, public proto::GatedSe
   ~AgentService() override;
 
   proto::CallGate& call_gate() override;
+  // Processes, exits, refused calls and output (hvd-agent --metrics-port).
+  const AgentMetrics& metrics() const;
 
   // Terminates every job (SIGTERM, grace, SIGKILL) and ends Watch streams.
   void shutdown(std::chrono::milliseconds grace);

@@ -17,8 +17,8 @@ constexpr std::chrono::milliseconds kCommitSpacing{20};
 }  // namespace
 
 Heartbeat::Heartbeat(RendezvousClient& client, int rank, int64_t round,
-                     std::chrono::milliseconds interval)
-    : client_(client), rank_(rank), round_(round), interval_(interval) {
+                     std::chrono::milliseconds interval, StatsSource stats)
+    : client_(client), rank_(rank), round_(round), interval_(interval), stats_(std::move(stats)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -36,7 +36,13 @@ void Heartbeat::run() {
     beat_now_ = false;
     lock.unlock();
     const auto sent = std::chrono::steady_clock::now();
-    auto s = client_.heartbeat(rank_, round_, false, interval_, commits);
+    std::optional<hvd::v1::RankStats> stats;
+    if (stats_ && sent - stats_sent_ >= kStatsInterval) {
+      stats = stats_();
+      stats_sent_ = sent;
+    }
+    auto s = client_.heartbeat(rank_, round_, false, interval_, commits,
+                               stats ? &*stats : nullptr);
     if (!s.is_ok()) spdlog::debug("heartbeat of rank {}: {}", rank_, s.message());
     lock.lock();
     wake_.wait_for(lock, interval_, [&] { return stopping_ || beat_now_; });

@@ -6,12 +6,14 @@
 // does not, which is how hvdrun tells them apart. Failed calls are logged
 // at debug level and retried next interval: the launcher decides. Beats
 // also carry the commit of the elastic state the worker holds, once it
-// reported one (held()).
+// reported one (held()), and, given a stats source, the worker's op
+// counters at most once a second (hvdrun --metrics-port; docs/metrics.md).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -22,8 +24,14 @@ namespace hvd::runtime {
 
 class Heartbeat {
  public:
-  // Starts beating for `rank` of `round` at once, then every `interval`.
-  Heartbeat(RendezvousClient& client, int rank, int64_t round, std::chrono::milliseconds interval);
+  // The worker's op counters now (called on the heartbeat's thread).
+  using StatsSource = std::function<hvd::v1::RankStats()>;
+  static constexpr std::chrono::seconds kStatsInterval{1};
+
+  // Starts beating for `rank` of `round` at once, then every `interval`;
+  // with `stats`, beats carry its counters at most every kStatsInterval.
+  Heartbeat(RendezvousClient& client, int rank, int64_t round, std::chrono::milliseconds interval,
+            StatsSource stats = {});
   // stop()s.
   ~Heartbeat();
   Heartbeat(const Heartbeat&) = delete;
@@ -50,6 +58,8 @@ class Heartbeat {
   const int rank_;
   const int64_t round_;
   const std::chrono::milliseconds interval_;
+  const StatsSource stats_;
+  std::chrono::steady_clock::time_point stats_sent_{};  // heartbeat thread only
   std::mutex mu_;
   std::condition_variable wake_;
   bool stopping_ = false;

@@ -117,8 +117,8 @@ Status KvStore::set_by(int writer, const std::string& key, std::string value) {
   {
     std::lock_guard lock(mu_);
     HVD_RETURN_IF_ERROR(put_locked(writer, key, std::move(value)));
+    wake_locked(key);
   }
-  changed_.notify_all();
   return Status::ok();
 }
 
@@ -135,17 +135,30 @@ Result<std::vector<std::string>> KvStore::get(const std::vector<std::string>& ke
   // Clamped so that the deadline cannot overflow (about 30 years).
   const auto deadline = Clock::now() + std::min<std::chrono::milliseconds>(
                                            timeout, std::chrono::hours(24 * 365 * 30));
-  std::unique_lock lock(mu_);
-  for (;;) {
-    if (closed_) return Status{common::StatusCode::kCancelled, "key-value store is closed"};
+  auto missing_keys = [&] {
     std::vector<std::string> missing;
     for (const auto& k : keys) {
       if (values_.find(k) == values_.end()) missing.push_back(k);
     }
-    if (missing.empty()) break;
-    for (const auto& k : missing) {
-      if (const std::string* reason = abort_reason_locked(k)) {
-        return common::aborted("key '" + k + "' will not come: " + *reason);
+    return missing;
+  };
+  std::unique_lock lock(mu_);
+  Waiter me;
+  size_t next = 0;  // keys before it were there when last looked at
+  for (;;) {
+    if (closed_) return Status{common::StatusCode::kCancelled, "key-value store is closed"};
+    while (next < keys.size() && values_.find(keys[next]) != values_.end()) ++next;
+    if (next == keys.size()) {
+      // One found earlier may have been deleted since: look again at all.
+      next = 0;
+      while (next < keys.size() && values_.find(keys[next]) != values_.end()) ++next;
+      if (next == keys.size()) break;
+    }
+    if (!aborted_.empty()) {
+      for (const auto& k : missing_keys()) {
+        if (const std::string* reason = abort_reason_locked(k)) {
+          return common::aborted("key '" + k + "' will not come: " + *reason);
+        }
       }
     }
     // The keys are checked once more after the deadline: one may have
@@ -153,15 +166,17 @@ Result<std::vector<std::string>> KvStore::get(const std::vector<std::string>& ke
     const auto now = Clock::now();
     if (now >= deadline) {
       return common::timeout_error("timed out after " + std::to_string(timeout.count()) +
-                                   " ms waiting for keys: " + join_keys(missing));
+                                   " ms waiting for keys: " + join_keys(missing_keys()));
     }
     if (cancelled && cancelled()) {
       return Status{common::StatusCode::kCancelled,
-                    "gave up waiting for keys: " + join_keys(missing)};
+                    "gave up waiting for keys: " + join_keys(missing_keys())};
     }
     auto until = deadline;
     if (cancelled && until - now > kCancelPoll) until = now + kCancelPoll;
-    changed_.wait_until(lock, until);
+    auto waiting = waiters_.emplace(keys[next], &me);
+    me.cv.wait_until(lock, until);
+    waiters_.erase(waiting);
   }
   std::vector<std::string> out;
   out.reserve(keys.size());
@@ -189,8 +204,8 @@ Result<int64_t> KvStore::add_by(int writer, const std::string& key, int64_t delt
     }
     sum = current + delta;
     HVD_RETURN_IF_ERROR(put_locked(writer, key, std::to_string(sum)));
+    wake_locked(key);
   }
-  changed_.notify_all();
   return sum;
 }
 
@@ -230,8 +245,8 @@ void KvStore::abort_prefix(const std::string& prefix, const std::string& reason)
   {
     std::lock_guard lock(mu_);
     aborted_.emplace(prefix, reason);  // the first reason stays
+    wake_all_locked();
   }
-  changed_.notify_all();
 }
 
 size_t KvStore::remove_prefix(const std::string& prefix) {
@@ -251,8 +266,17 @@ void KvStore::close() {
   {
     std::lock_guard lock(mu_);
     closed_ = true;
+    wake_all_locked();
   }
-  changed_.notify_all();
+}
+
+void KvStore::wake_locked(const std::string& key) {
+  auto [from, to] = waiters_.equal_range(key);
+  for (auto it = from; it != to; ++it) it->second->cv.notify_one();
+}
+
+void KvStore::wake_all_locked() {
+  for (auto& [key, waiter] : waiters_) waiter->cv.notify_one();
 }
 
 }  // namespace hvd::daemon

@@ -1,5 +1,8 @@
 // The rendezvous key-value store: a thread-safe map whose gets wait, with a
-// deadline, for keys to appear. Served over gRPC by RendezvousService and
+// deadline, for keys to appear. A waiting get waits for one key, the first
+// of its keys still missing, and only a set of that key (or close(), an
+// abort) wakes it: N ranks each waiting for N keys cost O(N) wakeups per
+// rank, not one wakeup of every waiter per set (issue 31). Served over gRPC by RendezvousService and
 // usable in-process (tests run transports over it with ranks as threads).
 //
 // Every key has an owner: the slot whose worker wrote it first (set_by,
@@ -100,8 +103,16 @@ class KvStore final : public common::Store {
   void account_locked(int owner, const std::string& key, size_t old_value_bytes, bool existed,
                       size_t new_value_bytes, bool exists);
 
+  // A get waiting for one key.
+  struct Waiter {
+    std::condition_variable cv;
+  };
+  // Wakes the gets waiting for `key`; every waiting get.
+  void wake_locked(const std::string& key);
+  void wake_all_locked();
+
   mutable std::mutex mu_;
-  std::condition_variable changed_;
+  std::multimap<std::string, Waiter*> waiters_;  // key -> the gets waiting for it
   std::map<std::string, Entry> values_;
   Quota job_quota_;
   Quota slot_quota_;

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "daemon/rendezvous/join_messages.h"
+#include "daemon/rendezvous/round_keys.h"
 #include "proto/rpc_auth.h"
 #include "proto/rpc_status.h"
 
@@ -95,17 +96,31 @@ Status RendezvousClient::set(const std::string& key, const std::string& value) {
 
 Result<std::vector<std::string>> RendezvousClient::get(const std::vector<std::string>& keys,
                                                        std::chrono::milliseconds timeout) {
-  hvd::v1::GetRequest request;
-  for (const auto& key : keys) request.add_keys(key);
-  request.set_timeout_ms(timeout.count());
-  hvd::v1::GetReply reply;
-  HVD_RETURN_IF_ERROR(call(&Stub::Get, "Get", request, &reply, timeout + kServerSlack));
-  if (static_cast<size_t>(reply.values_size()) != keys.size()) {
-    return common::internal_error("rendezvous Get at " + address_ + ": asked for " +
-                                  std::to_string(keys.size()) + " keys, got " +
-                                  std::to_string(reply.values_size()) + " values");
+  // Past kMaxKeysPerCall keys, one call per chunk, all within `timeout`.
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + timeout;
+  std::vector<std::string> out;
+  out.reserve(keys.size());
+  for (size_t from = 0; from < keys.size() || (keys.empty() && from == 0);) {
+    const size_t to = std::min(keys.size(), from + daemon::kMaxKeysPerCall);
+    const auto left = std::max(std::chrono::milliseconds(0),
+                               std::chrono::duration_cast<std::chrono::milliseconds>(
+                                   deadline - Clock::now()));
+    hvd::v1::GetRequest request;
+    for (size_t i = from; i < to; ++i) request.add_keys(keys[i]);
+    request.set_timeout_ms(left.count());
+    hvd::v1::GetReply reply;
+    HVD_RETURN_IF_ERROR(call(&Stub::Get, "Get", request, &reply, left + kServerSlack));
+    if (static_cast<size_t>(reply.values_size()) != to - from) {
+      return common::internal_error("rendezvous Get at " + address_ + ": asked for " +
+                                    std::to_string(to - from) + " keys, got " +
+                                    std::to_string(reply.values_size()) + " values");
+    }
+    for (auto& v : *reply.mutable_values()) out.push_back(std::move(v));
+    if (keys.empty()) break;
+    from = to;
   }
-  return std::vector<std::string>(reply.values().begin(), reply.values().end());
+  return out;
 }
 
 Result<int64_t> RendezvousClient::add(const std::string& key, int64_t delta) {
@@ -118,11 +133,18 @@ Result<int64_t> RendezvousClient::add(const std::string& key, int64_t delta) {
 }
 
 Result<bool> RendezvousClient::check(const std::vector<std::string>& keys) {
-  hvd::v1::CheckRequest request;
-  for (const auto& key : keys) request.add_keys(key);
-  hvd::v1::CheckReply reply;
-  HVD_RETURN_IF_ERROR(call(&Stub::Check, "Check", request, &reply, call_timeout_));
-  return reply.ready();
+  // Past kMaxKeysPerCall keys, one call per chunk.
+  for (size_t from = 0; from < keys.size() || (keys.empty() && from == 0);) {
+    const size_t to = std::min(keys.size(), from + daemon::kMaxKeysPerCall);
+    hvd::v1::CheckRequest request;
+    for (size_t i = from; i < to; ++i) request.add_keys(keys[i]);
+    hvd::v1::CheckReply reply;
+    HVD_RETURN_IF_ERROR(call(&Stub::Check, "Check", request, &reply, call_timeout_));
+    if (!reply.ready()) return false;
+    if (keys.empty()) break;
+    from = to;
+  }
+  return true;
 }
 
 Result<bool> RendezvousClient::check_now(const std::vector<std::string>& keys,
@@ -147,13 +169,15 @@ Result<std::optional<std::string>> RendezvousClient::get_if_present(
 
 Status RendezvousClient::heartbeat(int rank, int64_t round, bool leaving,
                                    std::chrono::milliseconds timeout,
-                                   const CommitReport& commits) {
+                                   const CommitReport& commits,
+                                   const hvd::v1::RankStats* stats) {
   hvd::v1::HeartbeatRequest request;
   request.set_rank(rank);
   request.set_round(round);
   request.set_leaving(leaving);
   if (commits.held) request.set_commit(*commits.held);
   if (commits.round_start) request.set_round_start(*commits.round_start);
+  if (stats != nullptr) *request.mutable_stats() = *stats;
   hvd::v1::HeartbeatReply reply;
   return call(&Stub::Heartbeat, "Heartbeat", request, &reply, timeout,
               /*wait_for_ready=*/false);

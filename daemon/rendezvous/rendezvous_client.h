@@ -62,6 +62,8 @@ class RendezvousClient final : public common::Store {
   Result<std::optional<int>> await_promotion(int spare, const std::string& host, int64_t pid,
                                              std::chrono::milliseconds timeout);
 
+  // get() and check() of more than kMaxKeysPerCall keys (round_keys.h) take
+  // one call per chunk of that many, get's within its one `timeout`.
   Status set(const std::string& key, const std::string& value) override;
   Result<std::vector<std::string>> get(const std::vector<std::string>& keys,
                                        std::chrono::milliseconds timeout) override;
@@ -79,9 +81,11 @@ class RendezvousClient final : public common::Store {
 
   // One heartbeat of a joined rank (`leaving`: its last, at shutdown); does
   // not wait for an unreachable service beyond `timeout`. `commits`: what
-  // the worker holds of the elastic state (daemon/rendezvous/commit_ledger.h).
+  // the worker holds of the elastic state (daemon/rendezvous/commit_ledger.h);
+  // `stats` (when not null): its op counters, for hvdrun's /metrics.
   Status heartbeat(int rank, int64_t round, bool leaving, std::chrono::milliseconds timeout,
-                   const CommitReport& commits = {});
+                   const CommitReport& commits = {},
+                   const hvd::v1::RankStats* stats = nullptr);
 
   // Opens the membership stream (Rendezvous.Watch) of `slot`, a member of
   // `round`, on `context` (daemon/rendezvous/membership_watch.h): no deadline; the

@@ -21,7 +21,7 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kDefaultWait{30'000};
 constexpr milliseconds kMaxWait{3'600'000};
-constexpr size_t kMaxKeys = 1024;
+constexpr size_t kMaxKeys = kMaxKeysPerCall;  // round_keys.h
 constexpr size_t kMaxKeyBytes = 4096;
 // The largest request of each method (docs/security.md). Set: a value of
 // gloo's full-mesh rendezvous holds one address (136 bytes) per rank, 8.5
@@ -31,7 +31,7 @@ constexpr int kKeysRequestBytes = static_cast<int>(kMaxKeys * (kMaxKeyBytes + 8)
 const std::map<std::string, int> kRendezvousLimits = {
     {"Join", 8 << 10},     {"Set", 16 << 20},    {"Get", kKeysRequestBytes},
     {"Add", 8 << 10},      {"Check", kKeysRequestBytes}, {"Delete", 8 << 10},
-    {"Heartbeat", 1 << 10}, {"Watch", 1 << 10},  {"AwaitPromotion", 8 << 10}};
+    {"Heartbeat", 4 << 10}, {"Watch", 1 << 10},  {"AwaitPromotion", 8 << 10}};
 // How often a Watch stream with nothing to write checks for cancellation.
 constexpr milliseconds kCancelPoll{100};
 // How long a forming round waits for a promoted spare that was waiting (it
@@ -139,7 +139,8 @@ RendezvousService::RendezvousService(std::string job_token, int world_size)
     : credentials_(std::move(job_token)),
       gate_(hvd::v1::Rendezvous::service_full_name(), kRendezvousLimits,
             [this](const std::string& method, std::optional<std::string_view> authorization,
-                   std::string_view peer) { return admit(method, authorization, peer); }),
+                   std::string_view peer) { return admit(method, authorization, peer); },
+            {"Set"}),
       membership_(world_size),
       liveness_(world_size),
       rights_(world_size, spares_) {
@@ -163,10 +164,26 @@ grpc::Status RendezvousService::admit(const std::string& method,
       },
       method, peer);
   if (!status.ok() || method != "Rendezvous.Set") return status;
-  if (auto why = rights_.barred(*caller)) {
-    std::string text = method + " refused: " + *why;
+  const auto refuse = [&](grpc::StatusCode code, const std::string& why) {
+    std::string text = method + " refused: " + why;
     proto::log_refusal(text);
-    return {grpc::StatusCode::RESOURCE_EXHAUSTED, std::move(text)};
+    return grpc::Status(code, std::move(text));
+  };
+  if (auto why = rights_.barred(*caller)) return refuse(grpc::StatusCode::RESOURCE_EXHAUSTED, *why);
+  // One Set in flight per caller (set_lanes.h): this may wait for the one
+  // before, on a thread of the gate's own. The Set handler gives it back.
+  const int lane = rights_.slot_of(*caller).value_or(KvStore::kJob);
+  const common::Status entered = set_lanes_.enter(lane);
+  if (!entered.is_ok()) {
+    return refuse(entered.code() == common::StatusCode::kUnavailable
+                      ? grpc::StatusCode::UNAVAILABLE
+                      : grpc::StatusCode::RESOURCE_EXHAUSTED,
+                  entered.message());
+  }
+  // The Set before it may have got the caller barred while this one waited.
+  if (auto why = rights_.barred(*caller)) {
+    set_lanes_.leave(lane);
+    return refuse(grpc::StatusCode::RESOURCE_EXHAUSTED, *why);
   }
   return grpc::Status::OK;
 }
@@ -189,6 +206,7 @@ void RendezvousService::enable_elastic(int min_size, int slots) {
 }
 
 void RendezvousService::close() {
+  set_lanes_.close();
   spares_.close();
   membership_.close();
   if (rounds_) rounds_->close();
@@ -242,6 +260,7 @@ void RendezvousService::hosts_changed(std::vector<std::string> added_hosts,
 
 bool RendezvousService::promote_spare(int spare, int slot) {
   const bool waits = spares_.promote(spare, slot);
+  promotions_.fetch_add(1, std::memory_order_relaxed);
   if (waits && rounds_) rounds_->expect(slot, kSpareJoinGrace);
   spdlog::info("rendezvous: spare {} promoted into slot {}{}", spare, slot,
                waits ? "" : " (it has not reached hvd.init() yet)");
@@ -291,12 +310,19 @@ grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::Jo
 
 grpc::Status RendezvousService::Set(grpc::ServerContext* ctx, const hvd::v1::SetRequest* req,
                                     hvd::v1::SetReply* /*reply*/) {
+  const auto caller = caller_of(*ctx);
+  if (!caller) return unknown_caller("Set");
+  // The caller's lane, taken on the call's headers (admit()), is given back
+  // when this returns, whatever it answers.
+  struct LeaveLane {
+    SetLanes& lanes;
+    int lane;
+    ~LeaveLane() { lanes.leave(lane); }
+  } leave{set_lanes_, rights_.slot_of(*caller).value_or(KvStore::kJob)};
   auto auth = gate_.admitted("Set", *req);
   if (!auth.ok()) return auth;
   auto s = check_key(req->key());
   if (!s.ok()) return s;
-  const auto caller = caller_of(*ctx);
-  if (!caller) return unknown_caller("Set");
   // The value is the handler's to consume: it moves into the store, or,
   // refused, is freed now rather than when gRPC destroys the request (after
   // the reply: a flood's next request may have arrived by then).
@@ -397,6 +423,11 @@ grpc::Status RendezvousService::Heartbeat(grpc::ServerContext* ctx,
     }
     if (req->has_commit() && req->commit() >= 0) {
       commits_.held(req->rank(), req->round(), req->commit());
+      rank_stats_.committed(req->rank(), req->commit());
+    }
+    if (req->has_stats()) {
+      rank_stats_.reported(req->rank(), req->round(), req->stats(),
+                           std::chrono::steady_clock::now());
     }
   }
   reply->set_round(rounds_ ? rounds_->round() : membership_.round());

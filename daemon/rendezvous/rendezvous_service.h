@@ -13,6 +13,7 @@
 // WorkerRights.
 #pragma once
 
+#include <atomic>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,8 @@
 #include "daemon/rendezvous/liveness.h"
 #include "daemon/rendezvous/membership.h"
 #include "daemon/rendezvous/membership_events.h"
+#include "daemon/rendezvous/rank_stats.h"
+#include "daemon/rendezvous/set_lanes.h"
 #include "daemon/rendezvous/worker_credentials.h"
 #include "daemon/rendezvous/worker_rights.h"
 #include "hvd/v1/rendezvous.grpc.pb.h"
@@ -76,6 +79,11 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service,
   // The commits of the job's elastic state its workers hold, from their
   // heartbeats: hvdrun learns from it that state was lost.
   CommitLedger& commits() { return commits_; }
+  // The workers' op counters from their heartbeats (hvdrun --metrics-port).
+  const RankStats& rank_stats() const { return rank_stats_; }
+  // The current round: the last completed rendezvous (elastic: the last
+  // round formed), 0 before the first.
+  int64_t round() const { return rounds_ ? rounds_->round() : membership_.round(); }
 
   // For hvdrun's launcher: the job's hosts changed (host discovery found
   // new hosts, or an agent/host was lost). Any thread, any time; returns at
@@ -101,6 +109,8 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service,
   // to a grace period): call it before the slot's predecessor is lost().
   // True when the spare waits.
   bool promote_spare(int spare, int slot);
+  // Spares promoted so far (promote_spare calls; hvdrun's /metrics).
+  int64_t promotions() const { return promotions_.load(std::memory_order_relaxed); }
   // The spares waiting in AwaitPromotion now (they reached hvd.init()).
   std::vector<int> waiting_spares() const { return spares_.waiting(); }
   // Open Watch streams (tests, diagnostics).
@@ -148,7 +158,12 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service,
   KvStore store_;
   HotSpares spares_;
   CommitLedger commits_;
+  RankStats rank_stats_;
+  std::atomic<int64_t> promotions_{0};
   WorkerRights rights_;  // after spares_, which it reads
+  // One Set in flight per caller, taken by the gate (admit() is const).
+  // Last: destroyed first, once no gate thread waits in it.
+  mutable SetLanes set_lanes_;
 };
 
 }  // namespace hvd::daemon

@@ -6,9 +6,14 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <string>
 
 namespace hvd::daemon {
+
+// The most keys one Get or Check call may name (the service refuses more:
+// RESOURCE_EXHAUSTED); RendezvousClient asks for more in several calls.
+inline constexpr size_t kMaxKeysPerCall = 1024;
 
 inline std::string round_key_prefix(int64_t round) { return "round" + std::to_string(round) + "/"; }
 

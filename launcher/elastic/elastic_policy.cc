@@ -282,4 +282,15 @@ void ElasticPolicy::carry_out(Actions actions) {
   }
 }
 
+std::vector<std::pair<std::string, JobPolicy::Clock::duration>> ElasticPolicy::blacklisted(
+    Clock::time_point now) const {
+  std::vector<std::pair<std::string, Clock::duration>> out;
+  if (!machine_) return out;
+  const HostTable& hosts = machine_->host_table();
+  for (const std::string& host : hosts.known()) {
+    if (auto until = hosts.blacklisted_until(host, now)) out.emplace_back(host, *until - now);
+  }
+  return out;
+}
+
 }  // namespace hvd::launcher::elastic

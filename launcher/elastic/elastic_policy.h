@@ -55,6 +55,8 @@ class ElasticPolicy final : public JobPolicy {
   bool is_spare(int process) const override;
   // A promoted spare's output is labelled with its slot.
   int output_rank(int process) const override;
+  std::vector<std::pair<std::string, Clock::duration>> blacklisted(
+      Clock::time_point now) const override;
   void stop() override;
 
  private:

@@ -8,6 +8,13 @@ engine-allocated outputs, copying back into non-contiguous tensors).
 
 Every handle not yet synchronized sits in ``_in_flight``: a handle the
 caller forgets still keeps its buffers alive, as Horovod's handle map does.
+
+A device (CUDA) op is stream-ordered (docs/gpu.md, "Asynchronous
+completion"): its wait returns once the op is launched on the device and the
+caller's current stream waits for it there (hvd_wait_on_stream), without
+waiting on the host for the device. Its buffers stay referenced, and its
+engine handles held, until the device is done with them (``_on_device``:
+looked at again at each new handle and wait, and released then).
 """
 
 import threading
@@ -23,25 +30,31 @@ _WAIT_SLICE_SECONDS = 1.0
 
 _in_flight = set()
 _in_flight_lock = threading.Lock()
+# Device ops waited for on a stream, still running on the device: (ids, keep).
+_on_device = []
 
 
 class Handle:
     """An operation in flight. Pass it to poll() and synchronize()."""
 
-    __slots__ = ("ids", "_keep", "_finish", "_state", "_result", "_error", "_lock", "__weakref__")
+    __slots__ = ("ids", "_keep", "_finish", "_stream", "_state", "_result", "_error", "_lock",
+                 "__weakref__")
 
     _PENDING, _DONE = 0, 1
 
-    def __init__(self, ids, keep, finish):
+    def __init__(self, ids, keep, finish, stream=None):
         self.ids = tuple(ids)
         self._keep = keep        # buffers the engine uses
         self._finish = finish    # callable(ids) -> result, run once every op succeeded
+        self._stream = stream    # device op: callable() -> the stream to order after it
         self._state = Handle._PENDING
         self._result = None
         self._error = None
         self._lock = threading.Lock()
         with _in_flight_lock:
             _in_flight.add(self)
+        if _on_device:
+            release_done_device_ops()
 
     def __repr__(self):
         state = "done" if self._state == Handle._DONE else "pending"
@@ -66,13 +79,18 @@ class Handle:
         with self._lock:
             if self._state == Handle._PENDING:
                 deadline = None if timeout is None else time.monotonic() + timeout
-                errors = [_wait_one(i, deadline) for i in self.ids]
-                self._complete(errors)
+                stream = self._stream() if self._stream is not None else None
+                if self._stream is None or _lib.hvd_wait_on_stream is None:
+                    errors = [_wait_one(i, deadline) for i in self.ids]
+                    self._complete(errors)
+                else:
+                    errors = [_wait_one(i, deadline, stream) for i in self.ids]
+                    self._complete(errors, on_device=True)
         if self._error is not None:
             raise self._error
         return self._result
 
-    def _complete(self, errors):
+    def _complete(self, errors, on_device=False):
         try:
             failed = [e for e in errors if e is not None]
             if failed:
@@ -83,24 +101,49 @@ class Handle:
                 except HorovodInternalError as e:
                     self._error = e
         finally:
-            for i in self.ids:
-                _lib.hvd_release(i)
+            with _in_flight_lock:
+                if on_device:
+                    # The device may still read or write the buffers.
+                    _on_device.append((self.ids, self._keep))
+                else:
+                    for i in self.ids:
+                        _lib.hvd_release(i)
+                _in_flight.discard(self)
             self._state = Handle._DONE
             self._keep = None
             self._finish = None
-            with _in_flight_lock:
-                _in_flight.discard(self)
+            self._stream = None
 
 
-def _wait_one(handle_id, deadline):
-    """None, or the HorovodInternalError of a failed op. Raises on timeout."""
+def release_done_device_ops():
+    """Releases the device ops the device is done with, and their buffers."""
+    with _in_flight_lock:
+        still = []
+        for ids, keep in _on_device:
+            if all(_lib.hvd_poll(i) != 0 for i in ids):  # done, or gone (shutdown)
+                for i in ids:
+                    _lib.hvd_release(i)
+            else:
+                still.append((ids, keep))
+        _on_device[:] = still
+
+
+def _wait_one(handle_id, deadline, stream=None):
+    """None, or the HorovodInternalError of a failed op. Raises on timeout.
+    With a stream (a device op): until the op is launched and `stream`
+    ordered after it (hvd_wait_on_stream), not until it is done."""
+    def wait(seconds):
+        if stream is None:
+            return _lib.hvd_wait(handle_id, seconds)
+        return _lib.hvd_wait_on_stream(handle_id, stream, seconds)
+
     while True:
         slice_s = _WAIT_SLICE_SECONDS
         if deadline is not None:
             slice_s = min(slice_s, deadline - time.monotonic())
             if slice_s <= 0:
                 slice_s = 1e-6
-        code = _lib.hvd_wait(handle_id, slice_s)
+        code = wait(slice_s)
         if code == C.OK:
             return None
         if code == C.ERR_TIMEOUT:
@@ -108,10 +151,10 @@ def _wait_one(handle_id, deadline):
                 if deadline is not None and time.monotonic() >= deadline:
                     raise HorovodInternalError(
                         f"timed out waiting for hvd operation (handle {handle_id})", code)
-                continue
+                continue  # (a device op may have been launched just now: ask again)
             # The slice ended just before the op did (or the op itself timed
-            # out, e.g. a stall): now done, hvd_wait returns its own status.
-            code = _lib.hvd_wait(handle_id, 0.001)
+            # out, e.g. a stall): now done, the wait returns its own status.
+            code = wait(0.001)
             if code == C.OK:
                 return None
         return _lib.error(code)
@@ -121,6 +164,7 @@ def forget_all():
     """After shutdown: the engines are gone and no longer touch any buffer."""
     with _in_flight_lock:
         _in_flight.clear()
+        _on_device.clear()
 
 
 def poll(handle):

@@ -65,7 +65,7 @@ _pi32 = ctypes.POINTER(ctypes.c_int32)
 
 
 # The HVD_ABI_VERSION this package was written for (hvd/c_api.h).
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 
 class hvd_op(ctypes.Structure):
@@ -117,6 +117,12 @@ def _declare(name, restype, *argtypes):
     return fn
 
 
+def _declare_new(name, restype, *argtypes):
+    """A function of this package's ABI version: None in an older libhvd,
+    which _check_layout() then refuses with its message."""
+    return _declare(name, restype, *argtypes) if hasattr(lib, name) else None
+
+
 hvd_init = _declare("hvd_init", _int)
 hvd_shutdown = _declare("hvd_shutdown", _int)
 hvd_is_initialized = _declare("hvd_is_initialized", _int)
@@ -140,6 +146,8 @@ hvd_poll = _declare("hvd_poll", _int, _i64)
 hvd_wait = _declare("hvd_wait", _int, _i64, ctypes.c_double)
 hvd_handle_output_shape = _declare("hvd_handle_output_shape", _int, _i64, _pi64, _i32, _pi32)
 hvd_handle_copy_output = _declare("hvd_handle_copy_output", _int, _i64, _p, _i64)
+hvd_wait_on_stream = _declare_new("hvd_wait_on_stream", _int, _i64, _p, ctypes.c_double)
+hvd_handle_copy_output_on = _declare_new("hvd_handle_copy_output_on", _int, _i64, _p, _i64, _p)
 hvd_handle_take_output = _declare("hvd_handle_take_output", _int, _i64,
                                   ctypes.POINTER(ctypes.c_void_p), _pi64,
                                   ctypes.POINTER(ctypes.c_void_p))

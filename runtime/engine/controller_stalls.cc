@@ -83,6 +83,7 @@ void Controller::inspect_stalls(CyclePlan& plan) {
   collect_pending(stalled_, false);
   StallReport report = inspector_.check(stalled_, at_ns(clock_ns_));
   plan.stall_warning = std::move(report.warning);
+  if (!plan.stall_warning.empty()) counters_.bump(counters_.stall_warnings);
   for (const std::string& name : report.expired) {
     auto t = std::find_if(stalled_.begin(), stalled_.end(),
                           [&](const PendingTensor& p) { return p.name == name; });

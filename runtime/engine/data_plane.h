@@ -1,12 +1,13 @@
 // Where an Executor's bytes live and how they are moved and scaled: the
 // fusion buffer, engine-allocated outputs, packing (times prescale) and
 // unpacking (an Average's division, postscale), the in-place scaling of a
-// batch of one, and the wait that bounds a batch's completion.
+// batch of one, and the end of a batch (its completion event, or a wait).
 //  - HostDataPlane (host_data_plane.h): host memory, runtime/engine/scale.h on the
 //    CPU. CPU ops; it is what the executor always did.
 //  - DeviceDataPlane (device_data_plane.h): device memory through a
-//    DeviceWork (a CUDA plugin's device_* functions), on the ops' stream,
-//    and synchronize() before the handles complete. Device ops.
+//    DeviceWork (a CUDA plugin's device_* functions), on the device's
+//    communication stream; end() records the batch's completion event
+//    (device_completions.h completes the handles later). Device ops.
 // A process set's DeviceRoute gives its device executor the device plane;
 // the CPU executor has the host plane. Engine thread only.
 #pragma once
@@ -18,6 +19,7 @@
 
 #include "common/data_type.h"
 #include "common/status.h"
+#include "runtime/engine/device_event.h"
 #include "runtime/engine/fusion_buffer.h"
 #include "runtime/engine/handle_table.h"
 
@@ -34,7 +36,7 @@ class DataPlane {
  public:
   virtual ~DataPlane() = default;
 
-  // Whether the memory is a device's (then begin() and synchronize() matter).
+  // Whether the memory is a device's (then begin() and end() matter).
   virtual bool on_device() const = 0;
   // Starts a batch of device ops from these streams. With the device's
   // communication stream, everything runs there, after it waited (on the
@@ -42,9 +44,12 @@ class DataPlane {
   // one (an older plugin), on ops[0]'s stream, the others waited for on the
   // host. Host: nothing.
   virtual common::Status begin(std::span<const OpStream> ops) = 0;
-  // Ends a batch: waits until its work on the device is done (bounded by the
-  // transport timeout), so the handles complete with the results in place.
-  virtual common::Status synchronize() = 0;
+  // Ends a batch. A device with events: records the batch's completion
+  // event after its work and returns it at once (the batch completes when
+  // the event does). Without events: waits until the batch's work on the
+  // device is done (bounded by the transport timeout) and returns null, as
+  // does the host.
+  virtual common::Result<std::shared_ptr<DeviceEvent>> end() = 0;
 
   // An engine-allocated output of `bytes`, its shape set.
   virtual common::Result<OpOutput> allocate(size_t bytes, std::vector<int64_t> shape) = 0;

@@ -1,6 +1,7 @@
 #include "runtime/engine/device_data_plane.h"
 
 #include <algorithm>
+#include <mutex>
 #include <utility>
 
 #include "runtime/engine/scale.h"
@@ -18,31 +19,61 @@ Status check_arithmetic(DataType type, int divisor, double factor) {
   return finish_reduction(nullptr, nullptr, 0, type, divisor, factor);
 }
 
-// An engine-allocated output in device memory, freed through the work.
-class DeviceMemoryOutput final : public DeviceOutput {
+size_t padded(size_t bytes) {
+  return (bytes + DeviceDataPlane::kFusionAlign - 1) / DeviceDataPlane::kFusionAlign *
+         DeviceDataPlane::kFusionAlign;
+}
+
+// An engine-allocated output in device memory, from the pool and back to
+// it when it goes (after the last copy out of it, when that copy was only
+// enqueued).
+class PooledDeviceOutput final : public DeviceOutput {
  public:
-  DeviceMemoryOutput(std::shared_ptr<DeviceWork> work, void* data, void* stream)
-      : work_(std::move(work)), data_(static_cast<uint8_t*>(data)), stream_(stream) {}
-  ~DeviceMemoryOutput() override { work_->free(data_, false); }
-  uint8_t* data() const override { return data_; }
-  Status copy_to(void* dst, size_t bytes) const override {
+  PooledDeviceOutput(std::shared_ptr<DeviceOutputPool> pool, DeviceOutputPool::Block block,
+                     void* stream)
+      : pool_(std::move(pool)), block_(block), stream_(stream) {}
+  ~PooledDeviceOutput() override { pool_->give_back(block_, std::move(last_use_)); }
+  uint8_t* data() const override { return static_cast<uint8_t*>(block_.data); }
+  void launched(std::shared_ptr<DeviceEvent> done) override { done_ = std::move(done); }
+
+  Status copy_to(void* dst, size_t bytes, void* stream, bool wait) const override {
     if (bytes == 0) return Status::ok();
-    const DeviceCopy c{dst, data_, bytes};
-    HVD_RETURN_IF_ERROR(work_->copy({&c, 1}, stream_));
-    return work_->synchronize(stream_);
+    DeviceWork& work = pool_->work();
+    const DeviceCopy c{dst, block_.data, bytes};
+    std::lock_guard lock(mu_);
+    if (done_) {
+      // On the caller's stream, after it waited for the op on the device;
+      // the block is read there until the event recorded after the copy.
+      HVD_RETURN_IF_ERROR(done_->order(stream));
+      HVD_RETURN_IF_ERROR(work.copy_on_device({&c, 1}, stream));
+      auto used = DeviceEvent::record(pool_->shared_work(), stream);
+      if (!used.is_ok()) return used.status();
+      last_use_ = used.value();
+      return wait ? work.synchronize(stream) : Status::ok();
+    }
+    // The op was waited for (no events): on its stream, after the caller's
+    // stream's work so far (dst may be memory the caller's allocator has
+    // just handed back while its earlier kernels still read it), waited for.
+    if (stream != stream_) HVD_RETURN_IF_ERROR(work.stream_wait(stream_, stream, nullptr));
+    HVD_RETURN_IF_ERROR(work.copy_on_device({&c, 1}, stream_));
+    return work.synchronize(stream_);
   }
 
  private:
-  std::shared_ptr<DeviceWork> work_;
-  uint8_t* data_;
-  void* stream_;  // the op's
+  std::shared_ptr<DeviceOutputPool> pool_;
+  DeviceOutputPool::Block block_;
+  void* stream_;  // the batch's
+  std::shared_ptr<DeviceEvent> done_;
+  mutable std::mutex mu_;  // copies may come from several threads
+  mutable std::shared_ptr<DeviceEvent> last_use_;
 };
 
 }  // namespace
 
 DeviceDataPlane::DeviceDataPlane(std::shared_ptr<DeviceWork> work,
                                  transports::StreamedTransport* streamed)
-    : work_(std::move(work)), streamed_(streamed) {}
+    : work_(std::move(work)), outputs_(std::make_shared<DeviceOutputPool>(work_)),
+      streamed_(streamed) {}
 
 DeviceDataPlane::~DeviceDataPlane() {
   work_->free(fusion_.data, false);
@@ -64,12 +95,24 @@ Status DeviceDataPlane::begin(std::span<const OpStream> ops) {
   return Status::ok();
 }
 
-Status DeviceDataPlane::synchronize() { return work_->synchronize(stream_); }
+common::Result<std::shared_ptr<DeviceEvent>> DeviceDataPlane::end() {
+  if (!work_->has_events()) {
+    HVD_RETURN_IF_ERROR(work_->synchronize(stream_));
+    return std::shared_ptr<DeviceEvent>();
+  }
+  return DeviceEvent::record(work_, stream_);
+}
+
+Status DeviceDataPlane::quiesce() {
+  return work_->has_events() ? work_->synchronize(stream_) : Status::ok();
+}
 
 common::Result<void*> DeviceDataPlane::grow(Memory& memory, size_t bytes, bool pinned_host) {
   if (memory.data != nullptr && bytes <= memory.capacity) return memory.data;
   const size_t grown = std::max({bytes, memory.capacity + memory.capacity / 2, size_t{1}});
-  work_->free(memory.data, pinned_host);  // nothing in flight: every batch ended synchronized
+  // Batches in flight may still use the old memory on the device.
+  if (memory.data != nullptr) HVD_RETURN_IF_ERROR(quiesce());
+  work_->free(memory.data, pinned_host);
   memory = Memory{};
   auto made = work_->alloc(grown, pinned_host);
   if (!made.is_ok()) return made.status();
@@ -78,10 +121,10 @@ common::Result<void*> DeviceDataPlane::grow(Memory& memory, size_t bytes, bool p
 }
 
 common::Result<OpOutput> DeviceDataPlane::allocate(size_t bytes, std::vector<int64_t> shape) {
-  auto memory = work_->alloc(std::max<size_t>(bytes, 1), false);
-  if (!memory.is_ok()) return memory.status();
+  auto block = outputs_->take(bytes);
+  if (!block.is_ok()) return block.status();
   OpOutput out;
-  out.device = std::make_unique<DeviceMemoryOutput>(work_, memory.value(), stream_);
+  out.device = std::make_unique<PooledDeviceOutput>(outputs_, block.value(), stream_);
   out.bytes = bytes;
   out.shape = std::move(shape);
   return out;
@@ -93,8 +136,8 @@ common::Result<uint8_t*> DeviceDataPlane::reserve(size_t bytes) {
   return static_cast<uint8_t*>(memory.value());
 }
 
-Status DeviceDataPlane::copy_all() {
-  Status s = work_->copy(copies_, stream_);
+Status DeviceDataPlane::copy_all(bool on_device) {
+  Status s = on_device ? work_->copy_on_device(copies_, stream_) : work_->copy(copies_, stream_);
   copies_.clear();
   return s;
 }
@@ -103,10 +146,12 @@ common::Result<size_t> DeviceDataPlane::pack(std::span<const FusionPart> parts, 
                                              ReduceOp op, double prescale) {
   HVD_RETURN_IF_ERROR(check_arithmetic(type, 1, prescale));
   const size_t element = common::data_type_size(type);
+  // One part: its own size; several: each starts at a multiple of 16.
+  const bool one = parts.size() == 1;
   size_t total = 0;
   size_t joined = 0;  // elements of the largest part without input
   for (const FusionPart& p : parts) {
-    total += p.count * element;
+    total += one ? p.count * element : padded(p.count * element);
     if (p.input == nullptr) joined = std::max(joined, p.count);
   }
   auto fused = reserve(total);
@@ -114,21 +159,23 @@ common::Result<size_t> DeviceDataPlane::pack(std::span<const FusionPart> parts, 
   uint8_t* at = fused.value();
   for (const FusionPart& p : parts) {
     if (p.input != nullptr) copies_.push_back({at, p.input, p.count * element});
-    at += p.count * element;
+    at += padded(p.count * element);
   }
-  HVD_RETURN_IF_ERROR(copy_all());
+  HVD_RETURN_IF_ERROR(copy_all(true));
   HVD_RETURN_IF_ERROR(work_->scale(fused.value(), total / element, type, 1, prescale, stream_));
   if (joined == 0) return total;
   // A rank that joined: the identity of `op`, unscaled, after the scaling.
+  // The pinned identities may still be read by a batch in flight.
+  if (identity_.data != nullptr) HVD_RETURN_IF_ERROR(quiesce());
   auto identity = grow(identity_, joined * element, true);
   if (!identity.is_ok()) return identity.status();
   fill_identity(identity.value(), joined, type, op);
   at = fused.value();
   for (const FusionPart& p : parts) {
     if (p.input == nullptr) copies_.push_back({at, identity.value(), p.count * element});
-    at += p.count * element;
+    at += padded(p.count * element);
   }
-  HVD_RETURN_IF_ERROR(copy_all());
+  HVD_RETURN_IF_ERROR(copy_all(false));
   return total;
 }
 
@@ -136,15 +183,17 @@ Status DeviceDataPlane::unpack(std::span<const FusionPart> parts, DataType type,
                                double postscale) {
   HVD_RETURN_IF_ERROR(check_arithmetic(type, divisor, postscale));
   const size_t element = common::data_type_size(type);
-  size_t count = 0;
-  for (const FusionPart& p : parts) count += p.count;
-  HVD_RETURN_IF_ERROR(work_->scale(fusion_.data, count, type, divisor, postscale, stream_));
+  const bool one = parts.size() == 1;  // as pack() laid them out
+  size_t total = 0;
+  for (const FusionPart& p : parts) total += one ? p.count * element : padded(p.count * element);
+  HVD_RETURN_IF_ERROR(work_->scale(fusion_.data, total / element, type, divisor, postscale,
+                                   stream_));
   const auto* at = static_cast<const uint8_t*>(fusion_.data);
   for (const FusionPart& p : parts) {
     if (p.output != nullptr) copies_.push_back({p.output, at, p.count * element});
-    at += p.count * element;
+    at += padded(p.count * element);
   }
-  return copy_all();
+  return copy_all(true);
 }
 
 Status DeviceDataPlane::scale(void* dst, const void* src, size_t count, DataType type,
@@ -163,7 +212,7 @@ Status DeviceDataPlane::finish(void* data, size_t count, DataType type, int divi
 Status DeviceDataPlane::copy(void* dst, const void* src, size_t bytes) {
   if (bytes == 0 || dst == src) return Status::ok();
   copies_.push_back({dst, src, bytes});
-  return copy_all();
+  return copy_all(true);  // the ops' tensors and the plane's memory
 }
 
 }  // namespace hvd::runtime::engine

@@ -44,7 +44,7 @@ common::Result<Executor*> DeviceRoute::executor(int device) {
   auto* streamed = dynamic_cast<transports::StreamedTransport*>(transport_.get());
   executor_ = std::make_unique<Executor>(
       *transport_, rank_, size_, counters_,
-      std::make_unique<DeviceDataPlane>(std::move(link.work), streamed));
+      std::make_unique<DeviceDataPlane>(std::move(link.work), streamed), streamed);
   return executor_.get();
 }
 

@@ -51,9 +51,9 @@ Status fail_op(Response& r, Status why) {
 }  // namespace
 
 Executor::Executor(transports::Transport& transport, int rank, int size, EngineCounters& counters,
-                   std::unique_ptr<DataPlane> plane)
+                   std::unique_ptr<DataPlane> plane, transports::StreamedTransport* streamed)
     : transport_(transport), rank_(rank), size_(size), counters_(counters),
-      plane_(plane ? std::move(plane) : std::make_unique<HostDataPlane>()) {}
+      plane_(plane ? std::move(plane) : std::make_unique<HostDataPlane>()), streamed_(streamed) {}
 
 Status Executor::begin_device(std::span<Response* const> batch) {
   streams_.clear();
@@ -76,21 +76,33 @@ Status Executor::op_result(Status status, std::span<Response* const> batch) {
 
 Status Executor::run(std::span<Response* const> batch, Timeline* timeline,
                      const std::string& row_prefix) {
+  launched_.reset();
   if (batch.empty()) return Status::ok();
   timeline_ = timeline;
   prefix_ = &row_prefix;
   const OpType type = batch.front()->op().op_type;
   if (!plane_->on_device()) return dispatch(batch, type);
-  // Device ops: ordered on their stream, complete only once done there. A
-  // device that cannot even start the batch (waiting for another stream
-  // failed) is fatal like a transport failure: the peers would wait for this
-  // rank's collective. A failed (bounded) wait at the end fails the batch.
+  // Device ops: ordered on the device's stream, complete only once done
+  // there (launched_: the batch's completion event; without events, end()
+  // waited). A device that cannot even start the batch (waiting for another
+  // stream failed) is fatal like a transport failure: the peers would wait
+  // for this rank's collective. So is a failure midway, after which part of
+  // the batch may still run on the device: its ops then complete only once
+  // the stream drained, so launched_ is recorded all the same (best effort).
+  // A failed (bounded) wait at the end fails the batch.
   Status s = begin_device(batch);
   if (s.is_ok()) s = dispatch(batch, type);
+  auto ended = plane_->end();
+  if (ended.is_ok()) launched_ = std::move(ended).value();
   if (!s.is_ok()) return s;
-  Status synced = plane_->synchronize();
+  if (!ended.is_ok()) {
+    for (Response* r : batch) {
+      if (r->error.is_ok()) r->error = ended.status();
+    }
+    return Status::ok();
+  }
   for (Response* r : batch) {
-    if (r->error.is_ok() && !synced.is_ok()) r->error = synced;
+    if (r->output.device) r->output.device->launched(launched_);
   }
   return Status::ok();
 }

@@ -10,7 +10,9 @@
 // and, once it has device ops, one over its GPU transport with the device
 // data plane (device_route.h, device_data_plane.h): the fusion buffer, the
 // scaling and engine-allocated outputs are then in device memory, on the
-// ops' stream, and every batch ends with the plane's synchronize().
+// device's stream, and every batch ends with the plane's end(): its
+// completion event (launched()), which the set engine hands with the
+// batch's ops to its DeviceCompletions.
 //
 // Errors: a transport error that leaves the transport failed is returned
 // (the engine then fails everything); an invalid argument the transport
@@ -28,6 +30,7 @@
 #include "runtime/engine/engine_stats.h"
 #include "runtime/engine/response.h"
 #include "runtime/engine/timeline.h"
+#include "transports/device_work.h"
 #include "transports/transport.h"
 
 namespace hvd::runtime::engine {
@@ -36,13 +39,21 @@ class Executor {
  public:
   // `plane` null: the host data plane (CPU ops).
   Executor(transports::Transport& transport, int rank, int size, EngineCounters& counters,
-           std::unique_ptr<DataPlane> plane = nullptr);
+           std::unique_ptr<DataPlane> plane = nullptr,
+           transports::StreamedTransport* streamed = nullptr);
 
   // `batch`: responses without a decided error; one op, or allreduces the
   // fusion planner put together. `timeline` may be null; `row_prefix` is put
   // before tensor names on the timeline.
   common::Status run(std::span<Response* const> batch, Timeline* timeline,
                      const std::string& row_prefix);
+  // The last run()'s completion event: a device batch launched on a device
+  // with events (also when run() failed midway, when it could be recorded);
+  // null otherwise (host ops, or a device batch that was waited for).
+  const std::shared_ptr<DeviceEvent>& launched() const { return launched_; }
+  // The GPU transport's asynchronous errors (null: a host executor or a
+  // transport without them).
+  transports::StreamedTransport* streamed() const { return streamed_; }
 
  private:
   common::Status dispatch(std::span<Response* const> batch, OpType type);
@@ -62,6 +73,8 @@ class Executor {
   int size_;
   EngineCounters& counters_;
   std::unique_ptr<DataPlane> plane_;
+  transports::StreamedTransport* streamed_;
+  std::shared_ptr<DeviceEvent> launched_;
   std::vector<OpStream> streams_;
   std::vector<FusionPart> parts_;
   Timeline* timeline_ = nullptr;

@@ -25,14 +25,34 @@ int64_t HandleTable::create(int32_t set_id) {
   return id;
 }
 
-void HandleTable::finish(State& state, Status status, OpOutput output) {
-  state.done = true;
-  state.op.status = std::move(status);
-  state.op.output = std::move(output);
+void HandleTable::unwait(State& state) {
   if (state.waited) {
     state.waited = false;
     --waited_pending_[state.set_id];
   }
+}
+
+void HandleTable::finish(State& state, Status status, OpOutput output) {
+  state.done = true;
+  state.op.status = std::move(status);
+  if (!state.launched) state.op.output = std::move(output);  // else set at launch
+  state.launched = false;
+  state.event.reset();  // the event goes back to the device
+  unwait(state);
+}
+
+void HandleTable::launch(int64_t id, OpOutput output, std::shared_ptr<DeviceEvent> event) {
+  {
+    std::lock_guard lock(mu_);
+    auto it = states_.find(id);
+    if (it == states_.end() || it->second.done) return;
+    State& state = it->second;
+    state.launched = true;
+    state.event = std::move(event);
+    state.op.output = std::move(output);
+    unwait(state);  // running on its device: this rank is no longer blocked on it
+  }
+  done_.notify_all();
 }
 
 void HandleTable::complete(int64_t id, Status status, OpOutput output) {
@@ -64,11 +84,14 @@ common::Result<bool> HandleTable::poll(int64_t id) const {
   return it->second.done;
 }
 
-Status HandleTable::wait(int64_t id, std::optional<std::chrono::duration<double>> timeout) {
-  std::unique_lock lock(mu_);
+template <class Ready>
+HandleTable::State* HandleTable::wait_until(std::unique_lock<std::mutex>& lock, int64_t id,
+                                            std::optional<std::chrono::duration<double>> timeout,
+                                            Ready ready, bool* timed_out) {
+  *timed_out = false;
   auto it = states_.find(id);
-  if (it == states_.end()) return unknown(id);
-  if (!it->second.done && !it->second.waited) {
+  if (it == states_.end()) return nullptr;
+  if (!ready(it->second) && !it->second.waited) {
     it->second.waited = true;
     ++waited_pending_[it->second.set_id];
   }
@@ -77,7 +100,7 @@ Status HandleTable::wait(int64_t id, std::optional<std::chrono::duration<double>
   // again after every wake-up.
   auto finished = [&] {
     it = states_.find(id);
-    return it == states_.end() || it->second.done;
+    return it == states_.end() || ready(it->second);
   };
   const auto now = std::chrono::steady_clock::now();
   const auto deadline =
@@ -94,14 +117,43 @@ Status HandleTable::wait(int64_t id, std::optional<std::chrono::duration<double>
   }
   if (timeout) {
     if (!done_.wait_until(lock, deadline, finished)) {
-      return common::timeout_error("handle " + std::to_string(id) + " is still pending after " +
-                                   std::to_string(timeout->count()) + " s");
+      *timed_out = true;
+      return &it->second;
     }
   } else {
     done_.wait(lock, finished);
   }
-  if (it == states_.end()) return unknown(id);
-  return it->second.op.status;
+  return it == states_.end() ? nullptr : &it->second;
+}
+
+Status HandleTable::wait(int64_t id, std::optional<std::chrono::duration<double>> timeout) {
+  std::unique_lock lock(mu_);
+  bool timed_out = false;
+  State* state = wait_until(lock, id, timeout, [](const State& s) { return s.done; }, &timed_out);
+  if (state == nullptr) return unknown(id);
+  if (timed_out) {
+    return common::timeout_error("handle " + std::to_string(id) + " is still pending after " +
+                                 std::to_string(timeout->count()) + " s");
+  }
+  return state->op.status;
+}
+
+Status HandleTable::wait_launched(int64_t id,
+                                  std::optional<std::chrono::duration<double>> timeout,
+                                  std::shared_ptr<DeviceEvent>* event) {
+  event->reset();
+  std::unique_lock lock(mu_);
+  bool timed_out = false;
+  State* state = wait_until(
+      lock, id, timeout, [](const State& s) { return s.done || s.launched; }, &timed_out);
+  if (state == nullptr) return unknown(id);
+  if (timed_out) {
+    return common::timeout_error("handle " + std::to_string(id) + " is still pending after " +
+                                 std::to_string(timeout->count()) + " s");
+  }
+  if (state->done) return state->op.status;
+  *event = state->event;
+  return Status::ok();
 }
 
 Status HandleTable::inspect(int64_t id,
@@ -109,7 +161,7 @@ Status HandleTable::inspect(int64_t id,
   std::lock_guard lock(mu_);
   auto it = states_.find(id);
   if (it == states_.end()) return unknown(id);
-  if (!it->second.done) {
+  if (!it->second.done && !it->second.launched) {
     return common::failed_precondition("handle " + std::to_string(id) + " is still pending");
   }
   return read(it->second.op);
@@ -154,7 +206,7 @@ void HandleTable::discard(int64_t id) {
     std::lock_guard lock(mu_);
     auto it = states_.find(id);
     if (it == states_.end()) return;
-    if (it->second.waited) --waited_pending_[it->second.set_id];
+    unwait(it->second);
     states_.erase(it);
   }
   done_.notify_all();

@@ -22,20 +22,27 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/engine/device_event.h"
 #include "runtime/engine/host_buffer_pool.h"
 
 namespace hvd::runtime::engine {
 
 // What an op leaves behind besides its Status.
 // An engine-allocated output in device memory (a device op's,
-// data_plane.h), freed through its device's work when it goes.
+// data_plane.h), handed back to its device when it goes.
 class DeviceOutput {
  public:
   virtual ~DeviceOutput() = default;
   virtual uint8_t* data() const = 0;
-  // Copies the output to `dst` (the caller's device memory; any thread) on
-  // the op's stream and waits for the copy, within the transport timeout.
-  virtual common::Status copy_to(void* dst, size_t bytes) const = 0;
+  // The batch that writes it was launched: its completion event (null: the
+  // batch was waited for, the output is complete). Engine thread.
+  virtual void launched(std::shared_ptr<DeviceEvent> done) = 0;
+  // Copies the output to `dst` (device memory of the op's device; any
+  // thread) on `stream` (a framework stream of that device; null: the
+  // legacy default stream), which first waits on the device for the op;
+  // returns once enqueued, or with `wait` once the copy is done (within the
+  // transport timeout).
+  virtual common::Status copy_to(void* dst, size_t bytes, void* stream, bool wait) const = 0;
 };
 
 struct OpOutput {
@@ -67,7 +74,8 @@ class HandleTable {
 
   // A pending handle of process set `set_id`.
   int64_t create(int32_t set_id = 0);
-  // Marks the op done; a waiter wakes. Unknown ids are ignored.
+  // Marks the op done; a waiter wakes. Unknown ids are ignored. A launched
+  // op keeps the output it was launched with (`output` is ignored).
   void complete(int64_t id, common::Status status, OpOutput output = {});
   // Marks several ops done at once (a group): no waiter sees some done and
   // others pending.
@@ -78,14 +86,27 @@ class HandleTable {
   };
   void complete_all(std::vector<Completion>& done);
 
+  // A device op was launched on its device (device_completions.h): its
+  // output (shape, splits, device memory) is final and readable, its
+  // completion `event` may be waited on by a framework stream (launched());
+  // it is done only when the event completed (complete()). A waiter in
+  // wait_launched() wakes; the handle no longer counts as waited.
+  void launch(int64_t id, OpOutput output, std::shared_ptr<DeviceEvent> event);
+  // Until the op is launched or done, at most `timeout` (kTimeout then;
+  // none: as long as it takes): the op's Status once done (with *event
+  // null), or OK with *event set once launched and not yet done.
+  common::Status wait_launched(int64_t id, std::optional<std::chrono::duration<double>> timeout,
+                               std::shared_ptr<DeviceEvent>* event);
+
   // true when done; kNotFound for an unknown handle.
   common::Result<bool> poll(int64_t id) const;
   // The op's Status once done; kTimeout when `timeout` passes first (the
   // handle stays valid); no timeout: waits as long as it takes.
   // The first wait on a pending handle marks it waited (see above).
   common::Status wait(int64_t id, std::optional<std::chrono::duration<double>> timeout);
-  // Runs `read` on a finished op under the table's lock; kNotFound, or
-  // kFailedPrecondition while the op is pending.
+  // Runs `read` on a finished (or launched: its status then OK) op under
+  // the table's lock; kNotFound, or kFailedPrecondition while the op is
+  // pending.
   common::Status inspect(int64_t id, const std::function<common::Status(const FinishedOp&)>& read) const;
   // Moves a finished op's engine-allocated host output out of the table
   // (the handle keeps its shape, with no bytes left); kNotFound,
@@ -111,6 +132,8 @@ class HandleTable {
  private:
   struct State {
     bool done = false;
+    bool launched = false;                // a device op on its device, not done
+    std::shared_ptr<DeviceEvent> event;   // launched: its completion
     bool waited = false;  // pending, and a thread waited on it
     int32_t set_id = 0;
     FinishedOp op;
@@ -118,6 +141,14 @@ class HandleTable {
   common::Status unknown(int64_t id) const;
   // Marks `state` done (mu_ held).
   void finish(State& state, common::Status status, OpOutput output);
+  // No longer counted as waited (mu_ held).
+  void unwait(State& state);
+  // Waits (lock held) until `ready(state)` or the deadline; the state found
+  // then, or null when the handle went; timed_out says which.
+  template <class Ready>
+  State* wait_until(std::unique_lock<std::mutex>& lock, int64_t id,
+                    std::optional<std::chrono::duration<double>> timeout, Ready ready,
+                    bool* timed_out);
 
   mutable std::mutex mu_;
   mutable std::condition_variable done_;

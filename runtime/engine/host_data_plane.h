@@ -11,7 +11,9 @@ class HostDataPlane final : public DataPlane {
  public:
   bool on_device() const override { return false; }
   common::Status begin(std::span<const OpStream>) override { return common::Status::ok(); }
-  common::Status synchronize() override { return common::Status::ok(); }
+  common::Result<std::shared_ptr<DeviceEvent>> end() override {
+    return std::shared_ptr<DeviceEvent>();
+  }
   common::Result<OpOutput> allocate(size_t bytes, std::vector<int64_t> shape) override;
   common::Result<uint8_t*> reserve(size_t bytes) override { return fusion_.reserve(bytes); }
   uint8_t* fusion() override { return fusion_.data(); }

@@ -48,7 +48,21 @@ SetEngine::SetEngine(SetEngineOptions options, std::unique_ptr<transports::Trans
               static_cast<int>(options_.global_ranks.size()), counters_),
       tuning_(options_.cycle_time_ms, options_.fusion_threshold, *transport_,
               options_.process_set_id == 0 && options_.rank == 0 ? options_.autotune
-                                                                 : std::nullopt) {
+                                                                 : std::nullopt),
+      completions_(set_name(options_.process_set_id), options_.device_batches_in_flight,
+                   options_.device_timeout,
+                   [this](DeviceCompletions::Batch& batch) { complete_device(batch); },
+                   [this](const Status& failure) {
+                     // A batch failed on the device: the set fails as on a
+                     // transport failure (its transports aborted: kernels end).
+                     spdlog::log(options_.on_transport_failure ? spdlog::level::info
+                                                               : spdlog::level::err,
+                                 "{}: device work failed, failing every op: {}",
+                                 set_name(options_.process_set_id), failure.message());
+                     if (options_.on_transport_failure) options_.on_transport_failure(failure);
+                     abort(failure);
+                   }) {
+  queue_.count_into(&counters_.ops);  // ops finished, for /metrics (engine_stats.h)
   thread_ = std::thread([this] { run(); });
 }
 
@@ -101,6 +115,7 @@ void SetEngine::run() noexcept {
     std::string thread_name = "hvd-engine-" + std::to_string(options_.process_set_id);
     pthread_setname_np(pthread_self(), thread_name.substr(0, 15).c_str());
     cycle_loop(drained, plan);
+    completions_.drain();  // the handles of device batches in flight
   } catch (const std::exception& e) {
     fail_everything(common::internal_error("the engine of " + set_name(options_.process_set_id) +
                                            " stopped on an unexpected error: " + e.what()),
@@ -155,6 +170,7 @@ void SetEngine::cycle_loop(std::vector<Entry>& drained, CyclePlan& plan) {
     // Read after the drain: an op enqueued after hvd_start_timeline() returned
     // is then always recorded (reading first could miss the new timeline).
     std::shared_ptr<Timeline> timeline = timeline_ != nullptr ? timeline_->get() : nullptr;
+    cycle_timeline_ = timeline;
     if (timeline) {
       for (Entry& e : drained) {
         if (e.request.op_type == OpType::kJoin) continue;
@@ -228,6 +244,7 @@ void SetEngine::cycle_loop(std::vector<Entry>& drained, CyclePlan& plan) {
       complete(*plan.join_entry, Status::ok(), std::move(out));
       plan.join_entry.reset();
     }
+    cycle_timeline_.reset();  // a stopped timeline closes once no cycle holds it
     last_end = Clock::now();
   }
 }
@@ -281,12 +298,17 @@ Status SetEngine::execute(CyclePlan& plan, Timeline* timeline) {
       }
     }
     for (Response* r : batch_) r->entry.negotiate_timeline = nullptr;  // QUEUE ended
-    HVD_RETURN_IF_ERROR(run_batch(timeline));
+    Status ran = run_batch(timeline);
+    if (ran_on_ != nullptr && ran_on_->launched()) {
+      launch_batch(ran_on_->launched(), ran_on_->streamed(), ran);
+    }
+    HVD_RETURN_IF_ERROR(ran);
     for (Response* r : batch_) {
       if (r->op().group_id < 0) finish_response(*r, timeline);
     }
   }
   // The members of groups complete together, once all of them ran.
+  if (hand_over_groups(responses, Status::ok())) return Status::ok();
   group_done_.clear();
   for (Response& r : responses) {
     if (r.done) continue;
@@ -302,7 +324,94 @@ Status SetEngine::execute(CyclePlan& plan, Timeline* timeline) {
   return Status::ok();
 }
 
+void SetEngine::launch_batch(const std::shared_ptr<DeviceEvent>& event,
+                             transports::StreamedTransport* watched, const Status& failure) {
+  DeviceCompletions::Batch batch;
+  batch.events.push_back(event);
+  if (watched != nullptr) batch.watched.push_back(watched);
+  batch.failure = failure;
+  batch.timeline = cycle_timeline_;
+  for (Response* r : batch_) {
+    if (!r->has_entry) continue;  // nothing to complete (a rank that joined)
+    const bool ok = failure.is_ok() && r->error.is_ok();
+    if (ok) {
+      // Its name is free from now: the next op of that name is ordered
+      // after this one on the device.
+      queue_.finish(r->entry);
+      handles_.launch(r->entry.handle, std::move(r->output), event);
+      if (cycle_timeline_) cycle_timeline_->begin(device_row(r->entry.request.name), "DEVICE");
+    }
+    if (r->op().group_id >= 0) {
+      // Completes with its group (hand_over_groups), after this event too.
+      if (ok) group_launched_.push_back(r->entry.handle);
+      if (std::find(group_events_.begin(), group_events_.end(), event) == group_events_.end()) {
+        group_events_.push_back(event);
+      }
+      if (watched != nullptr && std::find(group_watched_.begin(), group_watched_.end(),
+                                          watched) == group_watched_.end()) {
+        group_watched_.push_back(watched);
+      }
+      continue;
+    }
+    r->done = true;
+    batch.statuses.push_back(failure.is_ok() ? r->error : failure);
+    batch.named.push_back(ok ? 0 : 1);
+    batch.entries.push_back(std::move(r->entry));
+    if (!ok) batch.timeline.reset();  // its DEVICE span never began
+  }
+  if (!batch.entries.empty()) completions_.add(std::move(batch));
+}
+
+bool SetEngine::hand_over_groups(std::vector<Response>& responses, const Status& failure) {
+  if (group_events_.empty()) return false;
+  DeviceCompletions::Batch batch;
+  batch.events = std::move(group_events_);
+  batch.watched = std::move(group_watched_);
+  group_events_.clear();
+  group_watched_.clear();
+  batch.group = true;
+  batch.failure = failure;
+  batch.timeline = cycle_timeline_;
+  for (Response& r : responses) {
+    if (r.done || r.op().group_id < 0) continue;
+    r.done = true;
+    if (!r.has_entry) continue;
+    if (cycle_timeline_ && r.entry.negotiate_timeline == cycle_timeline_.get()) {
+      cycle_timeline_->end(row(r.entry.request.name), "QUEUE");
+    }
+    const bool launched = std::find(group_launched_.begin(), group_launched_.end(),
+                                    r.entry.handle) != group_launched_.end();
+    batch.statuses.push_back(failure.is_ok() ? r.error : failure);
+    batch.named.push_back(launched ? 0 : 1);
+    batch.entries.push_back(std::move(r.entry));
+  }
+  group_launched_.clear();
+  if (!batch.entries.empty()) completions_.add(std::move(batch));
+  return true;
+}
+
+void SetEngine::complete_device(DeviceCompletions::Batch& batch) {
+  if (batch.timeline) {
+    for (const Entry& e : batch.entries) batch.timeline->end(device_row(e.request.name), "DEVICE");
+  }
+  for (size_t i = 0; i < batch.entries.size(); ++i) {
+    if (batch.named[i] != 0) queue_.finish(batch.entries[i]);
+  }
+  if (!batch.group) {
+    for (size_t i = 0; i < batch.entries.size(); ++i) {
+      handles_.complete(batch.entries[i].handle, batch.statuses[i]);
+    }
+    return;
+  }
+  std::vector<HandleTable::Completion> done;
+  for (size_t i = 0; i < batch.entries.size(); ++i) {
+    done.push_back({batch.entries[i].handle, batch.statuses[i], {}});
+  }
+  handles_.complete_all(done);
+}
+
 Status SetEngine::run_batch(Timeline* timeline) {
+  ran_on_ = nullptr;
   const int device = batch_.front()->op().device;
   if (device < 0) return executor_.run(batch_, timeline, prefix_);
   auto executor = device_.executor(device);
@@ -312,11 +421,14 @@ Status SetEngine::run_batch(Timeline* timeline) {
     for (Response* r : batch_) r->error = executor.status();
     return Status::ok();
   }
+  ran_on_ = executor.value();
   return executor.value()->run(batch_, timeline, prefix_);
 }
 
 void SetEngine::fail_everything(const Status& status, CyclePlan& plan) {
   queue_.close(status);
+  // Group members that ran on a device complete once it drained.
+  hand_over_groups(plan.responses, status);
   for (Response& r : plan.responses) {
     if (r.done) continue;
     r.done = true;
@@ -330,6 +442,7 @@ void SetEngine::fail_everything(const Status& status, CyclePlan& plan) {
   controller_.take_all(left);
   queue_.drain(left);
   for (Entry& e : left) complete(e, status);
+  cycle_timeline_.reset();
 }
 
 void SetEngine::fail_transport(const char* what, const Status& status, CyclePlan& plan) {

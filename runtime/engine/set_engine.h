@@ -18,7 +18,14 @@
 //
 // Device ops (device >= 0) run on a GPU transport held beside the CPU one
 // (device_route.h: created at the set's first device op, aborted with the
-// set); negotiation and CPU ops stay on the CPU transport.
+// set); negotiation and CPU ops stay on the CPU transport. A device batch
+// is launched on the device and handed, with its completion event, to the
+// set's DeviceCompletions (device_completions.h), which completes its
+// handles when the device is done; the engine thread goes straight on to
+// the next cycle. A launched op's handle shows its output and event at once
+// (HandleTable::launch: a framework stream may wait on it). The timeline
+// gets a DEVICE span from the launch to the completion, on a row
+// "<tensor>/device".
 //
 // Failures: a transport error fails every pending and later op of the set
 // with that Status (the transport stays failed) and is reported to
@@ -43,6 +50,7 @@
 
 #include "common/status.h"
 #include "runtime/engine/controller.h"
+#include "runtime/engine/device_completions.h"
 #include "runtime/engine/device_route.h"
 #include "runtime/engine/engine_stats.h"
 #include "runtime/engine/engine_tuning.h"
@@ -62,6 +70,10 @@ struct SetEngineOptions {
   double cycle_time_ms = 1.0;
   int64_t fusion_threshold = int64_t{64} << 20;  // bytes; 0 disables fusion
   size_t cache_capacity = 1024;
+  // Device batches in flight at most (device_completions.h), and how long
+  // one may run on the device before the set fails (the transport timeout).
+  size_t device_batches_in_flight = 4;
+  std::chrono::milliseconds device_timeout{30000};
   std::chrono::seconds stall_warning{60};
   std::chrono::seconds stall_shutdown{0};
   std::chrono::seconds no_progress{10};      // 0: never (see no_progress.h)
@@ -106,6 +118,7 @@ class SetEngine {
 
   const SetEngineOptions& options() const { return options_; }
   EngineStats stats() const { return counters_.snapshot(); }
+  OpStats op_stats() const { return counters_.ops.snapshot(); }
 
  private:
   void run() noexcept;
@@ -115,6 +128,17 @@ class SetEngine {
   // Runs batch_ on the CPU executor, or on the GPU transport's for device ops.
   common::Status run_batch(Timeline* timeline);
   void finish_response(Response& r, Timeline* timeline);
+  // batch_ ran on a device executor that recorded `event`: its ops go to
+  // completions_ (group members once the group ran: hand_over_groups);
+  // `failure`: the launch failed midway.
+  void launch_batch(const std::shared_ptr<DeviceEvent>& event,
+                    transports::StreamedTransport* watched, const common::Status& failure);
+  // The cycle's group members not done yet, when some ran on a device: to
+  // completions_ as one group (with `failure` when not OK). false: none
+  // ran on a device (they complete at once).
+  bool hand_over_groups(std::vector<Response>& responses, const common::Status& failure);
+  // On the completion thread: a device batch is done.
+  void complete_device(DeviceCompletions::Batch& batch);
   void complete(Entry& entry, common::Status status, OpOutput output = {});
   void fail_everything(const common::Status& status, CyclePlan& plan);
   // A failed exchange or transport call: fails everything with the abort's
@@ -122,6 +146,9 @@ class SetEngine {
   void fail_transport(const char* what, const common::Status& status, CyclePlan& plan);
   common::Status abort_reason() const;
   std::string row(const std::string& name) const { return prefix_ + name; }
+  // A launched device op's DEVICE span has a row of its own beside its
+  // tensor's, as it overlaps the next op of that name's phases.
+  std::string device_row(const std::string& name) const { return prefix_ + name + "/device"; }
 
   SetEngineOptions options_;
   std::string prefix_;  // timeline rows: "" for the global set, "ps<id>/" otherwise
@@ -134,6 +161,8 @@ class SetEngine {
   DeviceRoute device_;  // device ops: the GPU transport, created at the first one
   EngineTuning tuning_;  // the cycle time and fusion threshold in force
   TensorQueue queue_;
+  // After queue_ and device_: destroyed (drained) before them.
+  DeviceCompletions completions_;
 
   std::atomic<bool> stop_requested_{false};
   std::mutex join_mu_;    // one stop() at a time
@@ -146,6 +175,11 @@ class SetEngine {
   std::vector<size_t> item_response_;
   std::vector<Response*> batch_;
   std::vector<HandleTable::Completion> group_done_;
+  Executor* ran_on_ = nullptr;                      // run_batch's executor
+  std::shared_ptr<Timeline> cycle_timeline_;        // this cycle's (may be null)
+  std::vector<std::shared_ptr<DeviceEvent>> group_events_;  // this cycle's groups on devices
+  std::vector<transports::StreamedTransport*> group_watched_;
+  std::vector<int64_t> group_launched_;  // handles of group members launched (names freed)
 
   std::thread thread_;  // last: starts after everything above exists
 };

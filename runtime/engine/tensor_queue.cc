@@ -133,6 +133,14 @@ void TensorQueue::drain(std::vector<Entry>& out) {
 }
 
 void TensorQueue::finish(const Entry& entry) {
+  if (counters_ != nullptr) {
+    const bool timed = entry.request.op_type == OpType::kAllreduce &&
+                       entry.enqueued != Clock::time_point{};
+    counters_->record(static_cast<int32_t>(entry.request.op_type), entry.request.byte_size(),
+                      timed ? std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                  Clock::now() - entry.enqueued)
+                            : std::chrono::nanoseconds(-1));
+  }
   std::lock_guard lock(mu_);
   if (entry.request.op_type == OpType::kJoin) {
     join_in_flight_ = false;

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "common/status.h"
+#include "runtime/engine/engine_stats.h"
 #include "runtime/engine/request.h"
 
 namespace hvd::runtime::engine {
@@ -98,6 +99,9 @@ class TensorQueue {
   bool has_work() const;
   // Makes the current and every later wait() return at once (engine stop).
   void interrupt();
+  // finish() counts each op into `counters` (its type, input bytes and,
+  // for allreduce, the time since its enqueue); null: no counting.
+  void count_into(OpCounters* counters) { counters_ = counters; }
 
  private:
   // Whether `request` may enter under `name` (its own, or the one it would be
@@ -121,6 +125,7 @@ class TensorQueue {
   bool interrupted_ = false;
   bool closed_ = false;
   common::Status closed_status_;
+  OpCounters* counters_ = nullptr;
 };
 
 }  // namespace hvd::runtime::engine

@@ -5,10 +5,12 @@
 //   nccl_ops_gpu_test ops      every op x dtype on device memory, one rank
 //                              (NCCL refuses two ranks on one GPU)
 //   nccl_ops_gpu_test timeout  HVD_NCCL_TEST_STALL_MS holds the stream past
-//                              the transport timeout: the op fails naming the
-//                              rank, the communicator is aborted, later ops
-//                              fail at once
-//   nccl_ops_gpu_test abort    abort() from another thread ends a stalled op
+//                              the transport timeout: the allreduce returns
+//                              once issued (ABI version 4), the barrier after
+//                              it fails naming the rank, the communicator is
+//                              aborted, later ops fail at once
+//   nccl_ops_gpu_test abort    abort() from another thread ends a barrier
+//                              stalled behind an issued allreduce
 //   nccl_ops_gpu_test device   the device_* functions (ABI version 2): batched
 //                              copies of odd sizes and alignments, staging
 //                              through pinned host memory, and device_scale
@@ -144,7 +146,9 @@ int run_timeout() {
   auto t = connect(std::chrono::milliseconds(1000));
   Device d(4096);
   const auto start = std::chrono::steady_clock::now();
-  Status s = t->allreduce({d.p, 4096}, DataType::kFloat32, ReduceOp::kSum);
+  // Issued, not waited for (ABI version 4): the barrier behind it waits.
+  expect_ok(t->allreduce({d.p, 4096}, DataType::kFloat32, ReduceOp::kSum), "issuing");
+  Status s = t->barrier();
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   expect(!s.is_ok(), "a stalled op fails");
   expect(s.code() == hvd::common::StatusCode::kTimeout, "as a timeout: " + s.to_string());
@@ -165,7 +169,8 @@ int run_abort() {
     t->abort(Status(hvd::common::StatusCode::kAborted, "elastic reset"));
   });
   const auto start = std::chrono::steady_clock::now();
-  Status s = t->allreduce({d.p, 4096}, DataType::kFloat32, ReduceOp::kSum);
+  expect_ok(t->allreduce({d.p, 4096}, DataType::kFloat32, ReduceOp::kSum), "issuing");
+  Status s = t->barrier();  // waits behind the stalled allreduce
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   aborter.join();
   expect(s.code() == hvd::common::StatusCode::kAborted, "aborted: " + s.to_string());

@@ -19,7 +19,7 @@ def check_build(hvdrun, *extra):
 def test_lists_version_transports_and_features(hvdrun):
     out = check_build(hvdrun)
     assert re.match(r"hvd v\d+\.\d+\.\d+:\n", out), out
-    assert "transport plugin ABI version 3 (loads plugins of versions 1 to 3)" in out
+    assert "transport plugin ABI version 4 (loads plugins of versions 1 to 4)" in out
     assert "    [X] gloo (cpu)\n" in out
     assert "    [X] shm (cpu)\n" in out
     assert re.search(r"^    \[[ X]\] nccl \(cuda\)", out, re.M), out
@@ -31,7 +31,7 @@ def test_names_the_nccl_plugin_or_why_it_is_missing(hvdrun):
     line = next(l for l in out.splitlines() if "libhvd_nccl.so (nccl): " in l)
     if NCCL_PLUGIN.is_file():
         assert line == (f"    [X] libhvd_nccl.so (nccl): loaded from {NCCL_PLUGIN}, "
-                        "ABI version 3"), line
+                        "ABI version 4"), line
         nccl = next(l for l in out.splitlines() if "] nccl (cuda)" in l)
         # Available where a CUDA device is usable; otherwise it says why.
         assert nccl == "    [X] nccl (cuda)" or ": cannot run here: " in nccl, nccl
@@ -69,7 +69,7 @@ def test_shows_the_gpu_transport_and_listed_plugins(hvdrun):
                  "HVD_TRANSPORT_PLUGINS": f"fakecuda:cuda:{plugin}"})
     assert r.returncode == 0, r.stderr
     assert "    [X] fakecuda (cuda)\n" in r.stdout, r.stdout
-    assert f"    [X] {plugin} (fakecuda): loaded from {plugin}, ABI version 3\n" in r.stdout
+    assert f"    [X] {plugin} (fakecuda): loaded from {plugin}, ABI version 4\n" in r.stdout
     assert "CUDA tensors go to HVD_GPU_TRANSPORT=fakecuda " in r.stdout
 
 

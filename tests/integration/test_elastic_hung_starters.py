@@ -12,7 +12,7 @@ import sys
 import time
 
 from conftest import Background, pid_running, run
-from elastic_replay import finals
+from elastic_replay import COMMIT, finals
 from test_elastic import ENV, WORKER, check_run
 
 # The repro: np 2, min 2, max 2, 3 s heartbeat timeout, 20 s elastic timeout.
@@ -68,10 +68,12 @@ def test_a_promoted_spare_that_hangs_is_given_up_and_the_job_finishes(hvdrun, tm
     # (started at the promotion) takes rank 0. Exit 0, back at 2 workers.
     spares_dir = tmp_path / "spares"
     spares_dir.mkdir()
-    steps = 100
+    steps = 100  # a cap: the job ends 15 steps after it is back at full size
+    end_file = tmp_path / "end"
     job = Background([hvdrun, *FLAGS, *ELASTIC_TIMEOUT, "--spares", "1", sys.executable, WORKER,
                       str(tmp_path / "no-victim"), "-1", "0", str(steps), "kill", "0.1"],
-                     env={**ENV, "ELASTIC_FULL_SIZE": "2", "ELASTIC_SPARES_DIR": str(spares_dir)})
+                     env={**ENV, "ELASTIC_FULL_SIZE": "2", "ELASTIC_SPARES_DIR": str(spares_dir),
+                          "ELASTIC_END_FILE": str(end_file)})
     try:
         spare = find_process(job.proc.pid, {"HVD_SPARE": "2"})
         worker = find_process(job.proc.pid, {"HVD_RANK": "0"})
@@ -86,6 +88,14 @@ def test_a_promoted_spare_that_hangs_is_given_up_and_the_job_finishes(hvdrun, tm
         os.kill(spare, signal.SIGSTOP)
         os.kill(worker, signal.SIGKILL)
         stopped_at = time.monotonic()
+        deadline = stopped_at + 120
+        while (not any("back at full size" in line for line in job.stderr)
+               and job.proc.poll() is None and time.monotonic() < deadline):
+            time.sleep(0.1)
+        printed = [int(m.group(1)) for m in COMMIT.finditer("\n".join(job.stdout))]
+        steps = min(steps, max(printed, default=0) + 15)
+        end_file.with_suffix(".tmp").write_text(str(steps))
+        os.replace(end_file.with_suffix(".tmp"), end_file)
         code = job.wait(timeout=150)
     finally:
         job.close()

@@ -9,6 +9,8 @@ import signal
 import sys
 import time
 
+import pytest
+
 from conftest import Background, assert_all_gone, executable, run
 
 IDENTITY = re.compile(r"fault_worker: rank (\d+) pid (\d+) pgid (\d+)")
@@ -179,4 +181,33 @@ def test_a_workers_credential_opens_only_its_own_keys_and_slot(hvdrun):
     grown_mb = (peak - before) / 1024
     print(f"hvdrun VmRSS before the flood {before / 1024:.0f} MB, peak {peak / 1024:.0f} MB "
           f"(+{grown_mb:.0f} MB)")
+    assert grown_mb < 64, f"hvdrun grew from {before} KiB to a peak of {peak} KiB"
+
+
+@pytest.mark.parametrize("credential", ["worker", "none"])
+def test_a_concurrent_flood_leaves_hvdrun_under_64_mb(hvdrun, credential):
+    """Issue 29 item 3, concurrently: rank 1 sends 20 Set calls of 15 MiB at
+    once (one channel), with its own credential or with none. Every call is
+    refused, the job completes, and hvdrun's peak stays less than 64 MB above
+    what it was: a worker's Set calls are admitted one at a time
+    (daemon/rendezvous/set_lanes.h), those without credentials never."""
+    job = Background([hvdrun, "-np", "2", executable("fault_worker"),
+                      "--flood-concurrent", credential])
+    try:
+        job.wait_for(lambda lines: any("rights: flood start" in l for l in lines), timeout=30)
+        before = _status_kib(job.proc.pid, "VmRSS")
+        job.wait_for(lambda lines: any("rights: flood done" in l for l in lines), timeout=60)
+        peak = _status_kib(job.proc.pid, "VmHWM")
+        code = job.wait(timeout=30)
+    finally:
+        job.close()
+    out = "\n".join(job.stdout)
+    assert code == 0, out + "\n".join(job.stderr)
+    said = [l for l in out.splitlines() if "rights: flood refused" in l]
+    assert said and re.search(r"flood refused 20 of 20:", said[0]), out
+    if credential == "none":
+        assert said[0].endswith("flood refused 20 of 20: UNAUTHENTICATED x20"), said[0]
+    grown_mb = (peak - before) / 1024
+    print(f"{credential}: {said[0]}; hvdrun VmRSS before {before / 1024:.0f} MB, "
+          f"peak {peak / 1024:.0f} MB (+{grown_mb:.0f} MB)")
     assert grown_mb < 64, f"hvdrun grew from {before} KiB to a peak of {peak} KiB"

@@ -8,6 +8,7 @@ job grows, when it drops h3 the job shrinks. In every run no committed step
 is lost, and the final parameters are identical on every rank and equal a
 replay of the committed steps at the sizes they ran at.
 """
+import os
 import pathlib
 import re
 import sys
@@ -43,6 +44,19 @@ def start_training(hvdrun, secret, tmp_path, np, script, steps, env=None, pause=
          PYTHON, WORKER, str(tmp_path / "marker"), "-1", "0", str(steps), "kill", pause])
 
 
+END_STEPS = 15  # steps run after end_soon(): more than the output lags behind
+
+
+def end_soon(tmp_path, job, steps):
+    """Ends the job END_STEPS after its last printed commit (at most at
+    `steps`, its cap); the steps it runs."""
+    end = max(int(m.group(1)) for line in job.lines() if (m := COMMIT.search(line))) + END_STEPS
+    tmp = tmp_path / "end.tmp"
+    tmp.write_text(str(end))
+    os.replace(tmp, tmp_path / "end")
+    return min(end, steps)
+
+
 def check_training(r, ranks, steps):
     assert r.returncode == 0, f"stdout:\n{r.stdout}\nstderr:\n{r.stderr}"
     got = finals(r.stdout)
@@ -59,7 +73,8 @@ def test_lost_agent_shrinks_the_job_which_grows_back(cluster, plain_agents, hvdr
     hosts.write_text("h1:2\nh2:2\nh3:2\n")
     steps = 300
     job = start_training(hvdrun, secret, tmp_path, ["-np", "6", "--min-np", "2", "--max-np", "6"],
-                         script_listing(tmp_path, hosts), steps)
+                         script_listing(tmp_path, hosts), steps,
+                         env={"ELASTIC_END_FILE": tmp_path / "end"})
     job.wait_for(lambda lines: sizes_seen(lines).count(6) >= 5, timeout=120)
     plain_agents.kill(cluster.host("h2"))
     killed = time.monotonic()
@@ -68,6 +83,7 @@ def test_lost_agent_shrinks_the_job_which_grows_back(cluster, plain_agents, hvdr
     plain_agents.start(cluster.host("h2"))
     job.wait_for(lambda lines: sizes_seen(lines)[-1:] == [6] and 4 in sizes_seen(lines),
                  timeout=90)
+    steps = end_soon(tmp_path, job, steps)
     r = job.wait(timeout=180)
     sizes = check_training(r, 6, steps)
     assert "lost the agent on host h2" in r.stderr, r.stderr

@@ -12,13 +12,18 @@ thread each) on 2 cores.
 Every run ends with identical parameters on every rank, equal to a replay of
 the committed steps at the sizes they ran at, and no process is left in the
 namespaces.
+
+The step counts are caps: once the last phase is seen, each test ends its
+job a few steps later (ELASTIC_END_FILE, as the chaos test does) instead of
+running the rest at full size.
 """
 import os
 import signal
 import time
 
 from conftest import stray_processes
-from test_multihost_elastic import check_training, script_listing, sizes_seen, start_training
+from test_multihost_elastic import (check_training, end_soon, script_listing, sizes_seen,
+                                    start_training)
 
 
 def workers_on(cluster, host):
@@ -34,7 +39,7 @@ def test_eight_workers_survive_two_failures_at_once_and_all_hosts_but_one_lost(
     steps = 1500  # enough for every phase below; the last waits for the full size
     job = start_training(hvdrun, secret, tmp_path, ["-np", "8", "--min-np", "2", "--max-np", "8"],
                          script_listing(tmp_path, hosts), steps, pause="0.01",
-                         env={"ELASTIC_FULL_SIZE": "8"})
+                         env={"ELASTIC_FULL_SIZE": "8", "ELASTIC_END_FILE": tmp_path / "end"})
     job.wait_for(lambda lines: sizes_seen(lines).count(8) >= 5, timeout=180)
 
     # A host lost while a second failure is handled: h2's agent and a worker
@@ -59,6 +64,7 @@ def test_eight_workers_survive_two_failures_at_once_and_all_hosts_but_one_lost(
     for host in ("h2", "h3", "h4"):
         plain_agents.start(cluster.host(host))
     job.wait_for(lambda lines: sizes_seen(lines)[-1:] == [8], timeout=120)
+    steps = end_soon(tmp_path, job, steps)
     r = job.wait(timeout=300)
     sizes = check_training(r, 8, steps)
     assert "lost the agent on host h2" in r.stderr, r.stderr
@@ -76,7 +82,7 @@ def test_sixteen_workers_replace_a_killed_one(cluster, plain_agents, hvdrun, sec
     job = start_training(hvdrun, secret, tmp_path,
                          ["-np", "16", "--min-np", "8", "--max-np", "16"],
                          script_listing(tmp_path, hosts), steps, pause="0.01",
-                         env={"ELASTIC_FULL_SIZE": "16"})
+                         env={"ELASTIC_FULL_SIZE": "16", "ELASTIC_END_FILE": tmp_path / "end"})
     job.wait_for(lambda lines: sizes_seen(lines).count(16) >= 5, timeout=240)
     os.kill(workers_on(cluster, "h4")[0], signal.SIGKILL)
     killed = time.monotonic()
@@ -84,6 +90,7 @@ def test_sixteen_workers_replace_a_killed_one(cluster, plain_agents, hvdrun, sec
     shrunk = time.monotonic() - killed
     job.wait_for(lambda lines: sizes_seen(lines)[-1:] == [16] and 15 in sizes_seen(lines),
                  timeout=120)
+    steps = end_soon(tmp_path, job, steps)
     r = job.wait(timeout=300)
     sizes = check_training(r, 16, steps)
     assert "was killed by signal 9 (SIGKILL); started a replacement" in r.stderr, r.stderr
@@ -115,7 +122,8 @@ def test_hot_spares_on_other_hosts_take_a_killed_workers_slot(cluster, plain_age
     job = start_training(hvdrun, secret, tmp_path,
                          ["-np", "8", "--min-np", "2", "--max-np", "8", "--spares", "2"],
                          script_listing(tmp_path, hosts), steps, pause="0.01",
-                         env={"ELASTIC_FULL_SIZE": "8", "ELASTIC_SPARES_DIR": str(spares_dir)})
+                         env={"ELASTIC_FULL_SIZE": "8", "ELASTIC_SPARES_DIR": str(spares_dir),
+                              "ELASTIC_END_FILE": tmp_path / "end"})
     job.wait_for(lambda lines: sizes_seen(lines).count(8) >= 5, timeout=180)
     deadline = time.monotonic() + 60
     while len(spare_pids(spares_dir)) < 2 and time.monotonic() < deadline:
@@ -134,6 +142,7 @@ def test_hot_spares_on_other_hosts_take_a_killed_workers_slot(cluster, plain_age
     os.kill(victim, signal.SIGKILL)
     job.wait_for(lambda lines: len(sizes_seen(lines)) >= seen + 40, timeout=60)
     after = sizes_seen(job.lines())[seen:]
+    steps = end_soon(tmp_path, job, steps)
     r = job.wait(timeout=300)
     sizes = check_training(r, 8, steps)
     assert "started hot spares 8, 9 on hosts h4, h1" in r.stderr, r.stderr

@@ -15,15 +15,29 @@ HierarchicalTransport::HierarchicalTransport(std::unique_ptr<Transport> local,
       device_(std::move(device)), name_(std::move(name)) {}
 
 HierarchicalTransport::~HierarchicalTransport() {
-  if (device_) device_->free(device_slice_, false);
+  if (!device_ || device_slice_ == nullptr) return;
+  // Work enqueued on the stream may still use the slice (ABI version 4);
+  // after a failure the engine drained the stream already.
+  if (failure().is_ok()) (void)device_->synchronize(stream_);
+  device_->free(device_slice_, false);
 }
 
 std::string_view HierarchicalTransport::name() const { return name_; }
 
 void HierarchicalTransport::set_stream(void* stream) {
+  stream_ = stream;
   for (Transport* part : {local_.get(), cross_.get(), flat_.get()}) {
     if (auto* streamed = dynamic_cast<StreamedTransport*>(part)) streamed->set_stream(stream);
   }
+}
+
+Status HierarchicalTransport::async_error() {
+  for (Transport* part : {local_.get(), cross_.get(), flat_.get()}) {
+    auto* streamed = dynamic_cast<StreamedTransport*>(part);
+    if (streamed == nullptr) continue;
+    if (Status error = streamed->async_error(); !error.is_ok()) return fail(std::move(error));
+  }
+  return failure();
 }
 
 common::Result<void*> HierarchicalTransport::slice(size_t bytes) {
@@ -32,7 +46,9 @@ common::Result<void*> HierarchicalTransport::slice(size_t bytes) {
     return static_cast<void*>(host_slice_.data());
   }
   if (device_slice_ != nullptr && bytes <= device_capacity_) return device_slice_;
-  // Nothing in flight: every op returns with its result in place.
+  // A plugin of ABI version 4 returns from the last allreduce's allgather
+  // once enqueued: it may still read the slice. Wait for the stream first.
+  if (device_slice_ != nullptr) HVD_RETURN_IF_ERROR(device_->synchronize(stream_));
   device_->free(device_slice_, false);
   device_slice_ = nullptr;
   device_capacity_ = 0;

@@ -41,6 +41,9 @@ class HierarchicalTransport final : public TransportBase, public StreamedTranspo
   int size() const override { return flat_->size(); }
 
   void set_stream(void* stream) override;
+  // The first asynchronous failure of the parts (local, cross, flat), which
+  // fails this transport for good too.
+  Status async_error() override;
   // The local (shm) transport's: the allreduce's host steps run there.
   std::vector<Tunable> tunables() const override { return local_->tunables(); }
   Status set_tunable(std::string_view tunable, int64_t value) override {
@@ -73,6 +76,7 @@ class HierarchicalTransport final : public TransportBase, public StreamedTranspo
   const std::string name_;
   std::vector<std::byte> host_slice_;  // this rank's part of an allreduce (host buffers)
   void* device_slice_ = nullptr;       // the same for device buffers
+  void* stream_ = nullptr;             // the ops' stream (set_stream)
   size_t device_capacity_ = 0;
 };
 

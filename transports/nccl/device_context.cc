@@ -155,4 +155,56 @@ int32_t DeviceContext::synchronize(void* stream, hvd_plugin_status* status) {
   }
 }
 
+int32_t DeviceContext::event_create(void** event, hvd_plugin_status* status) {
+  *event = nullptr;
+  if (enter("creating an event", status) != HVD_OK) return status->code;
+  cudaEvent_t made = nullptr;
+  if (check("cudaEventCreateWithFlags", cudaEventCreateWithFlags(&made, cudaEventDisableTiming),
+            status) != HVD_OK) {
+    return status->code;
+  }
+  *event = made;
+  return HVD_OK;
+}
+
+void DeviceContext::event_destroy(void* event) {
+  if (event == nullptr) return;
+  cudaSetDevice(device_);
+  cudaEventDestroy(static_cast<cudaEvent_t>(event));
+}
+
+int32_t DeviceContext::event_record(void* event, void* stream, hvd_plugin_status* status) {
+  if (enter("recording an event", status) != HVD_OK) return status->code;
+  return check("cudaEventRecord",
+               cudaEventRecord(static_cast<cudaEvent_t>(event), static_cast<cudaStream_t>(stream)),
+               status);
+}
+
+int32_t DeviceContext::event_query(void* event, int32_t* done, hvd_plugin_status* status) {
+  *done = 0;
+  // No cudaSetDevice: cudaEventQuery works from any device, and the
+  // completion thread asks often.
+  const cudaError_t ready = cudaEventQuery(static_cast<cudaEvent_t>(event));
+  if (ready == cudaSuccess) {
+    *done = 1;
+    return HVD_OK;
+  }
+  if (ready == cudaErrorNotReady) return HVD_OK;
+  return check("cudaEventQuery", ready, status);
+}
+
+int32_t DeviceContext::copy_on_device(const hvd_plugin_copy* copies, size_t n, void* stream,
+                                      hvd_plugin_status* status) {
+  if (enter("copying", status) != HVD_OK) return status->code;
+  std::vector<DeviceCopy> batch;
+  batch.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    const hvd_plugin_copy& c = copies[i];
+    if (c.bytes > 0 && c.dst != c.src) batch.push_back(DeviceCopy{c.dst, c.src, c.bytes});
+  }
+  return check("the batched copy kernel",
+               batched_copy(batch.data(), batch.size(), static_cast<cudaStream_t>(stream)),
+               status);
+}
+
 }  // namespace hvd::transports::nccl

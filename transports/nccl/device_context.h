@@ -6,7 +6,10 @@
 // ABI version 3: the context owns the device's communication stream (made
 // non-blocking, so it never waits for, nor holds up, the legacy default
 // stream the framework may compute on); stream_wait() orders it after the
-// framework's stream with an event, on the device.
+// framework's stream with an event, on the device. ABI version 4: events
+// (timing disabled) the engine records after a batch and queries without
+// blocking, and copy_on_device(), the batched copy of entries the caller
+// knows are device memory (no cudaPointerGetAttributes per entry).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -37,6 +40,13 @@ class DeviceContext {
   int32_t synchronize(void* stream, hvd_plugin_status* status);
   void* comm_stream() const { return comm_; }
   int32_t stream_wait(void* waiter, void* stream, void* event, hvd_plugin_status* status);
+  int32_t event_create(void** event, hvd_plugin_status* status);
+  void event_destroy(void* event);
+  int32_t event_record(void* event, void* stream, hvd_plugin_status* status);
+  // *done 1 (cudaSuccess) or 0 (cudaErrorNotReady); any other error fails.
+  int32_t event_query(void* event, int32_t* done, hvd_plugin_status* status);
+  int32_t copy_on_device(const hvd_plugin_copy* copies, size_t n, void* stream,
+                         hvd_plugin_status* status);
 
  private:
   DeviceContext(int32_t device, std::chrono::milliseconds timeout)

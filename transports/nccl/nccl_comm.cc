@@ -1,5 +1,9 @@
 #include "transports/nccl/nccl_comm.h"
 
+#include <dlfcn.h>
+
+#include <vector>
+
 #include "transports/nccl/nccl_hints.h"
 #include "transports/nccl/plugin_status.h"
 
@@ -19,6 +23,37 @@ std::string nccl_error(ncclComm_t comm, ncclResult_t result) {
   const char* last = comm != nullptr ? ncclGetLastError(comm) : nullptr;
   if (last != nullptr && *last != '\0') text += std::string(": ") + last;
   return text;
+}
+
+// ncclCommShrink's flags (NCCL >= 2.27), for a nccl.h without them.
+#ifndef NCCL_SHRINK_DEFAULT
+#define NCCL_SHRINK_DEFAULT 0x00
+#endif
+#ifndef NCCL_SHRINK_ABORT
+#define NCCL_SHRINK_ABORT 0x01
+#endif
+
+using ShrinkFn = ncclResult_t (*)(ncclComm_t comm, int* exclude_ranks, int exclude_count,
+                                  ncclComm_t* new_comm, ncclConfig_t* config, int flags);
+
+// ncclCommShrink of the libnccl this plugin runs with (the one that defines
+// ncclGetVersion), or null when that NCCL is older than 2.27: looked up at
+// run time, so a plugin built with a newer nccl.h still loads with it.
+ShrinkFn find_shrink() {
+  static const ShrinkFn found = [] {
+    Dl_info info{};
+    void* symbol = nullptr;
+    if (dladdr(reinterpret_cast<void*>(&ncclGetVersion), &info) != 0 &&
+        info.dli_fname != nullptr) {
+      if (void* nccl = dlopen(info.dli_fname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) {
+        symbol = dlsym(nccl, "ncclCommShrink");
+        dlclose(nccl);
+      }
+    }
+    if (symbol == nullptr) symbol = dlsym(RTLD_DEFAULT, "ncclCommShrink");
+    return reinterpret_cast<ShrinkFn>(symbol);
+  }();
+  return found;
 }
 
 }  // namespace
@@ -46,15 +81,28 @@ NcclComm* NcclComm::create(const hvd_plugin_world& world, hvd_plugin_status* sta
   return comm;
 }
 
-int32_t NcclComm::connect(const hvd_plugin_world& world, hvd_plugin_status* status) {
+int32_t NcclComm::prepare(hvd_plugin_status* status) {
   const std::string me = "nccl on rank " + std::to_string(rank_) + " (CUDA device " +
                          std::to_string(device_) + "): ";
   cudaError_t error = cudaSetDevice(device_);
-  if (error != cudaSuccess) return report(status, HVD_ERR_UNAVAILABLE, me + cuda_error("cudaSetDevice", error));
+  if (error != cudaSuccess) {
+    return report(status, HVD_ERR_UNAVAILABLE, me + cuda_error("cudaSetDevice", error));
+  }
   error = cudaEventCreateWithFlags(&done_, cudaEventDisableTiming);
-  if (error != cudaSuccess) return report(status, HVD_ERR_INTERNAL, me + cuda_error("cudaEventCreate", error));
+  if (error != cudaSuccess) {
+    return report(status, HVD_ERR_INTERNAL, me + cuda_error("cudaEventCreate", error));
+  }
   error = cudaMalloc(&scratch_, sizeof(int32_t));
-  if (error != cudaSuccess) return report(status, HVD_ERR_INTERNAL, me + cuda_error("cudaMalloc", error));
+  if (error != cudaSuccess) {
+    return report(status, HVD_ERR_INTERNAL, me + cuda_error("cudaMalloc", error));
+  }
+  return HVD_OK;
+}
+
+int32_t NcclComm::connect(const hvd_plugin_world& world, hvd_plugin_status* status) {
+  const std::string me = "nccl on rank " + std::to_string(rank_) + " (CUDA device " +
+                         std::to_string(device_) + "): ";
+  if (prepare(status) != HVD_OK) return status->code;
 
   // Rank 0 makes the communicator's id; the others read it from the store.
   ncclUniqueId id;
@@ -100,8 +148,12 @@ NcclComm::~NcclComm() {
   {
     std::lock_guard<std::mutex> lock(comm_mu_);
     if (comm_ != nullptr) {
-      // Every op waited for its event: nothing is in flight, destroy is local.
-      if (ncclCommDestroy(comm_) != ncclSuccess) ncclCommAbort(comm_);
+      // Ops return once issued: the last one may still run (its event not
+      // complete). ncclCommDestroy would wait for it without a deadline;
+      // abort it instead. Otherwise nothing is in flight: destroy is local.
+      cudaSetDevice(device_);
+      const bool idle = done_ == nullptr || cudaEventQuery(done_) == cudaSuccess;
+      if (!idle || ncclCommDestroy(comm_) != ncclSuccess) ncclCommAbort(comm_);
       comm_ = nullptr;
     }
     aborter = std::move(aborter_);
@@ -116,7 +168,80 @@ int32_t NcclComm::barrier(void* stream, hvd_plugin_status* status) {
              [this](ncclComm_t comm, cudaStream_t s) {
                return ncclAllReduce(scratch_, scratch_, 1, ncclInt32, ncclSum, comm, s);
              },
-             status);
+             status, /*wait=*/true);
+}
+
+int32_t NcclComm::async_error(hvd_plugin_status* status) {
+  if (failed(status) != HVD_OK) return status->code;
+  std::unique_lock<std::mutex> lock(comm_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return report(status, HVD_OK, "");  // a call is issuing: ask later
+  if (comm_ == nullptr) return failed(status);
+  ncclResult_t state = ncclSuccess;
+  const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
+  if (r != ncclSuccess) state = r;
+  if (state == ncclSuccess || state == ncclInProgress) return report(status, HVD_OK, "");
+  return fail_locked(HVD_ERR_UNAVAILABLE,
+                     "NCCL reported an asynchronous error: " + nccl_error(comm_, state), status);
+}
+
+NcclComm* NcclComm::shrink(const hvd_plugin_world& world, const int32_t* excluded,
+                           int32_t n_excluded, hvd_plugin_status* status) {
+  const ShrinkFn shrink_fn = find_shrink();
+  if (shrink_fn == nullptr) {
+    int code = 0;
+    ncclGetVersion(&code);
+    report(status, HVD_ERR_UNIMPLEMENTED,
+           "nccl on rank " + std::to_string(rank_) + ": the loaded NCCL (version code " +
+               std::to_string(code) + ") has no ncclCommShrink (NCCL >= 2.27)");
+    return nullptr;
+  }
+  if (world.size != size_ - n_excluded) {
+    report(status, HVD_ERR_INVALID_ARGUMENT,
+           "nccl on rank " + std::to_string(rank_) + ": shrink to " +
+               std::to_string(world.size) + " ranks from " + std::to_string(size_) + " less " +
+               std::to_string(n_excluded));
+    return nullptr;
+  }
+  auto* shrunk = new NcclComm(world.rank, world.size, device_,
+                              std::chrono::milliseconds(world.timeout_ms > 0 ? world.timeout_ms
+                                                                              : timeout_.count()));
+  if (shrunk->prepare(status) != HVD_OK) {
+    delete shrunk;
+    return nullptr;
+  }
+  {
+    std::lock_guard<std::mutex> lock(comm_mu_);
+    if (comm_ == nullptr) {
+      failed(status);
+      delete shrunk;
+      return nullptr;
+    }
+    ncclResult_t state = ncclSuccess;
+    ncclCommGetAsyncError(comm_, &state);
+    const int flags = state == ncclSuccess || state == ncclInProgress ? NCCL_SHRINK_DEFAULT
+                                                                      : NCCL_SHRINK_ABORT;
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    config.blocking = 0;  // every wait has a deadline
+    std::vector<int> ranks(excluded, excluded + n_excluded);
+    std::lock_guard<std::mutex> new_lock(shrunk->comm_mu_);
+    const ncclResult_t r = shrink_fn(comm_, ranks.data(), n_excluded, &shrunk->comm_, &config,
+                                     flags);
+    if (r != ncclSuccess && r != ncclInProgress) {
+      report(status, HVD_ERR_UNAVAILABLE,
+             "nccl on rank " + std::to_string(rank_) + ": ncclCommShrink failed: " +
+                 nccl_error(comm_, r));
+      if (shrunk->comm_ != nullptr) ncclCommAbort(shrunk->comm_);
+      shrunk->comm_ = nullptr;
+      delete shrunk;
+      return nullptr;
+    }
+  }
+  const std::string what = "shrinking to " + std::to_string(world.size) + " ranks";
+  if (shrunk->wait_issued(what, Clock::now() + shrunk->timeout_, status) != HVD_OK) {
+    delete shrunk;
+    return nullptr;
+  }
+  return shrunk;
 }
 
 int32_t NcclComm::failed(hvd_plugin_status* status) {
@@ -215,7 +340,7 @@ int32_t NcclComm::wait_event(const std::string& what, Clock::time_point deadline
 
 int32_t NcclComm::run(const std::string& what, void* stream,
                       const std::function<ncclResult_t(ncclComm_t, cudaStream_t)>& issue,
-                      hvd_plugin_status* status) {
+                      hvd_plugin_status* status, bool wait) {
   const auto deadline = Clock::now() + timeout_;
   auto* cuda_stream = static_cast<cudaStream_t>(stream);
   {
@@ -239,6 +364,9 @@ int32_t NcclComm::run(const std::string& what, void* stream,
       return fail_locked(HVD_ERR_INTERNAL, what + ": " + cuda_error("cudaEventRecord", error), status);
     }
   }
+  // Issued: the engine learns completion from its own event (ABI version
+  // 4). done_ tells the destructor whether the last op is still running.
+  if (!wait) return report(status, HVD_OK, "");
   return wait_event(what, deadline, status);
 }
 

@@ -4,14 +4,19 @@
 // rendezvous store (rank 0 sets it), connecting and every op are bounded by
 // the world's timeout, and abort() may come from any thread.
 //
-// An op enqueues its NCCL calls on the caller's stream (the framework's
-// current stream; NULL: the legacy default stream), records an event, and
-// returns once the event completed: completion is what the engine reports
-// to the framework, and a timeout or an asynchronous NCCL error is seen by
-// the op that suffers it. The calling thread polls (no CUDA-side blocking):
-// past the timeout, or on ncclCommGetAsyncError, the communicator is
-// aborted (ncclCommAbort) and this and every later op fail with a message
-// naming the rank; abort() does the same for elastic recovery.
+// An op enqueues its NCCL calls on the caller's stream (the engine's
+// communication stream; NULL: the legacy default stream), waits until they
+// are issued (the non-blocking communicator's ncclInProgress, bounded by the
+// timeout), records an event and returns (ABI version 4): the engine learns
+// completion from an event of its own and asks async_error() meanwhile. A
+// failure NCCL reports asynchronously (ncclCommGetAsyncError) aborts the
+// communicator (ncclCommAbort) and fails this and every later op with a
+// message naming the rank; abort() does the same for elastic recovery, and
+// so does a barrier that does not complete in time (barrier() still waits
+// on the host). The destructor aborts rather than destroys a communicator
+// whose last op has not completed. shrink() makes the communicator of the
+// survivors with ncclCommShrink (NCCL >= 2.27, found with dlsym at run time;
+// HVD_ERR_UNIMPLEMENTED without it).
 //
 // Every call on the communicator holds comm_mu_ briefly (non-blocking NCCL
 // calls return at once), so ncclCommAbort never races with another call.
@@ -48,14 +53,27 @@ class NcclComm {
   int size() const { return size_; }
 
   // Runs `issue` (NCCL calls on the communicator and the stream it is
-  // given) under the lock, then waits for the stream's work to complete.
-  // `what` names the op in errors ("allreduce of 4096 bytes").
+  // given) under the lock, waits until they are issued and records the
+  // comm's event after them; with `wait`, also waits for the stream's work
+  // to complete. `what` names the op in errors ("allreduce of 4096 bytes").
   int32_t run(const std::string& what, void* stream,
               const std::function<ncclResult_t(ncclComm_t, cudaStream_t)>& issue,
-              hvd_plugin_status* status);
+              hvd_plugin_status* status, bool wait = false);
 
   // An allreduce of one int on a scratch word of device memory, waited for.
   int32_t barrier(void* stream, hvd_plugin_status* status);
+
+  // The recorded failure, else ncclCommGetAsyncError's (an error is then
+  // recorded and the communicator aborted). Never blocks: while another
+  // call holds the communicator, only the recorded failure is looked at.
+  int32_t async_error(hvd_plugin_status* status);
+
+  // The communicator of `world` (the survivors) from this one without
+  // `excluded`, by ncclCommShrink (NCCL_SHRINK_ABORT when this one has an
+  // asynchronous error); nullptr with *status set (HVD_ERR_UNIMPLEMENTED
+  // when the loaded NCCL has no ncclCommShrink). This one stays valid.
+  NcclComm* shrink(const hvd_plugin_world& world, const int32_t* excluded, int32_t n_excluded,
+                   hvd_plugin_status* status);
 
   // Fails the communicator for good; the first reason wins.
   void abort(int32_t code, const std::string& reason);
@@ -63,6 +81,8 @@ class NcclComm {
  private:
   NcclComm(int rank, int size, int device, std::chrono::milliseconds timeout);
 
+  // The event and the scratch word (before the communicator exists).
+  int32_t prepare(hvd_plugin_status* status);
   int32_t connect(const hvd_plugin_world& world, hvd_plugin_status* status);
   // Polls until the communicator's pending calls are issued (not
   // ncclInProgress) or `deadline`: the outcome as a status code.

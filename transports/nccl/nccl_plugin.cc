@@ -63,6 +63,16 @@ int32_t barrier(void* handle, void* stream, hvd_plugin_status* status) {
   return nccl_barrier(comm_of(handle), stream, status);
 }
 
+int32_t async_error(void* handle, hvd_plugin_status* status) {
+  return comm_of(handle).async_error(status);
+}
+
+int32_t shrink(void* handle, const hvd_plugin_world* world, const int32_t* excluded,
+               int32_t n_excluded, void** new_handle, hvd_plugin_status* status) {
+  *new_handle = comm_of(handle).shrink(*world, excluded, n_excluded, status);
+  return *new_handle != nullptr ? HVD_OK : status->code;
+}
+
 void abort_transport(void* handle, int32_t code, const char* reason) {
   comm_of(handle).abort(code, reason != nullptr ? reason : "");
 }
@@ -113,6 +123,25 @@ int32_t device_stream_wait(void* context, void* waiter, void* stream, void* even
   return context_of(context).stream_wait(waiter, stream, event, status);
 }
 
+int32_t device_event_create(void* context, void** event, hvd_plugin_status* status) {
+  return context_of(context).event_create(event, status);
+}
+
+void device_event_destroy(void* context, void* event) { context_of(context).event_destroy(event); }
+
+int32_t device_event_record(void* context, void* event, void* stream, hvd_plugin_status* status) {
+  return context_of(context).event_record(event, stream, status);
+}
+
+int32_t device_event_query(void* context, void* event, int32_t* done, hvd_plugin_status* status) {
+  return context_of(context).event_query(event, done, status);
+}
+
+int32_t device_copy_on_device(void* context, const hvd_plugin_copy* copies, size_t n,
+                              void* stream, hvd_plugin_status* status) {
+  return context_of(context).copy_on_device(copies, n, stream, status);
+}
+
 }  // namespace
 
 }  // namespace hvd::transports::nccl
@@ -142,4 +171,11 @@ const hvd_transport_plugin_t hvd_transport_plugin = {
     hvd::transports::nccl::device_synchronize,
     hvd::transports::nccl::device_comm_stream,
     hvd::transports::nccl::device_stream_wait,
+    hvd::transports::nccl::async_error,
+    hvd::transports::nccl::device_event_create,
+    hvd::transports::nccl::device_event_destroy,
+    hvd::transports::nccl::device_event_record,
+    hvd::transports::nccl::device_event_query,
+    hvd::transports::nccl::device_copy_on_device,
+    hvd::transports::nccl::shrink,
 };

@@ -110,4 +110,44 @@ Status PluginDevice::stream_wait(void* waiter, void* stream, void* event) {
   return result(code, status, "device_stream_wait");
 }
 
+common::Result<void*> PluginDevice::event_create() {
+  if (!has_events()) return DeviceWork::event_create();
+  hvd_plugin_status status{};
+  void* event = nullptr;
+  const int32_t code = plugin_->api().device_event_create(context_, &event, &status);
+  HVD_RETURN_IF_ERROR(result(code, status, "device_event_create"));
+  if (event == nullptr) return common::internal_error(name_ + " device_event_create gave no event");
+  return event;
+}
+
+void PluginDevice::event_destroy(void* event) {
+  if (event != nullptr && has_events()) plugin_->api().device_event_destroy(context_, event);
+}
+
+Status PluginDevice::event_record(void* event, void* stream) {
+  if (!has_events()) return DeviceWork::event_record(event, stream);
+  hvd_plugin_status status{};
+  const int32_t code = plugin_->api().device_event_record(context_, event, stream, &status);
+  return result(code, status, "device_event_record");
+}
+
+common::Result<bool> PluginDevice::event_query(void* event) {
+  if (!has_events()) return DeviceWork::event_query(event);
+  hvd_plugin_status status{};
+  int32_t done = 0;
+  const int32_t code = plugin_->api().device_event_query(context_, event, &done, &status);
+  HVD_RETURN_IF_ERROR(result(code, status, "device_event_query"));
+  return done != 0;
+}
+
+Status PluginDevice::copy_on_device(std::span<const DeviceCopy> copies, void* stream) {
+  if (!has_events()) return copy(copies, stream);
+  if (copies.empty()) return Status::ok();
+  hvd_plugin_status status{};
+  const int32_t code = plugin_->api().device_copy_on_device(
+      context_, reinterpret_cast<const hvd_plugin_copy*>(copies.data()), copies.size(), stream,
+      &status);
+  return result(code, status, "device_copy_on_device");
+}
+
 }  // namespace hvd::transports::plugin

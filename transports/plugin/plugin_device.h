@@ -1,7 +1,8 @@
 // DeviceWork (transports/device_work.h) over a loaded CUDA plugin's ABI
 // version 2 device_* functions: one device context (device_open with the
 // ordinal and the transport timeout), closed when this goes; with ABI
-// version 3 also its communication stream and stream waits. Holds the
+// version 3 also its communication stream and stream waits; with version 4
+// its events and copies without classification. Holds the
 // LoadedPlugin. A plugin without them (ABI version 1, or a CPU plugin) is
 // refused at open() with one line saying so.
 #pragma once
@@ -36,6 +37,13 @@ class PluginDevice final : public DeviceWork {
   common::Status synchronize(void* stream) override;
   void* comm_stream() const override { return comm_stream_; }
   common::Status stream_wait(void* waiter, void* stream, void* event) override;
+  // ABI version 4 (has_events() false for an older plugin: the defaults).
+  bool has_events() const override { return plugin_->has_events(); }
+  common::Result<void*> event_create() override;
+  void event_destroy(void* event) override;
+  common::Status event_record(void* event, void* stream) override;
+  common::Result<bool> event_query(void* event) override;
+  common::Status copy_on_device(std::span<const DeviceCopy> copies, void* stream) override;
 
  private:
   PluginDevice(std::shared_ptr<LoadedPlugin> plugin, void* context, int device,

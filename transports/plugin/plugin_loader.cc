@@ -37,7 +37,9 @@ size_t required_struct_size(uint32_t abi_version) {
     // Version 2: the device_* functions.
     case 2: return offsetof(hvd_transport_plugin_t, device_synchronize) + sizeof(void*);
     // Version 3: the communication stream.
-    case 3: return sizeof(hvd_transport_plugin_t);
+    case 3: return offsetof(hvd_transport_plugin_t, device_stream_wait) + sizeof(void*);
+    // Version 4: completion on the device (events, async_error, shrink).
+    case 4: return sizeof(hvd_transport_plugin_t);
     default: return 0;
   }
 }
@@ -87,6 +89,13 @@ Status validate(const hvd_transport_plugin_t& api, std::string_view where) {
       (api.device_comm_stream == nullptr || api.device_stream_wait == nullptr)) {
     return common::failed_precondition(plugin + " (CUDA, ABI version 3) leaves "
                                        "device_comm_stream or device_stream_wait null");
+  }
+  if (version >= 4 && api.device == HVD_PLUGIN_DEVICE_CUDA &&
+      (api.device_event_create == nullptr || api.device_event_destroy == nullptr ||
+       api.device_event_record == nullptr || api.device_event_query == nullptr ||
+       api.device_copy_on_device == nullptr)) {
+    return common::failed_precondition(plugin + " (CUDA, ABI version 4) leaves a "
+                                       "device_event_* function or device_copy_on_device null");
   }
   return Status::ok();
 }

@@ -53,6 +53,18 @@ class LoadedPlugin {
   bool has_comm_stream() const {
     return api_->abi_version >= 3 && api_->device == HVD_PLUGIN_DEVICE_CUDA;
   }
+  // ABI version 4's device_event_* and device_copy_on_device (a CUDA
+  // plugin; validate() checked they are set). Its collectives return once
+  // enqueued.
+  bool has_events() const {
+    return api_->abi_version >= 4 && api_->device == HVD_PLUGIN_DEVICE_CUDA;
+  }
+  // ABI version 4's async_error, when the plugin sets it (any device).
+  bool has_async_error() const {
+    return api_->abi_version >= 4 && api_->async_error != nullptr;
+  }
+  // ABI version 4's shrink, when the plugin sets it.
+  bool has_shrink() const { return api_->abi_version >= 4 && api_->shrink != nullptr; }
 
  private:
   LoadedPlugin(void* library, const hvd_transport_plugin_t* api, std::string path)

@@ -1,6 +1,7 @@
 #include "transports/plugin/plugin_transport.h"
 
 #include <utility>
+#include <vector>
 
 #include "transports/plugin/plugin_world.h"
 
@@ -18,6 +19,50 @@ common::Result<std::unique_ptr<Transport>> PluginTransport::connect(
   if (handle == nullptr) return common::internal_error(what + ": the plugin gave no handle");
   return std::unique_ptr<Transport>(
       new PluginTransport(std::move(plugin), handle, context.rank, context.size));
+}
+
+Status PluginTransport::async_error() {
+  if (Status latched = failure(); !latched.is_ok()) return latched;
+  if (!plugin_->has_async_error()) return Status::ok();
+  hvd_plugin_status status{};
+  const int32_t code = plugin_->api().async_error(handle_, &status);
+  if (code == HVD_OK) return Status::ok();
+  return fail(from_plugin_status(code, status,
+                                 std::string(name()) + " asynchronous error on rank " +
+                                     std::to_string(rank_)));
+}
+
+common::Result<std::unique_ptr<Transport>> PluginTransport::shrink(
+    const TransportContext& context, std::span<const int> excluded) {
+  const std::string what = "transport '" + std::string(name()) + "' on rank " +
+                           std::to_string(rank_) + " could not shrink";
+  if (!plugin_->has_shrink()) {
+    return common::unimplemented(what + ": the plugin (ABI version " +
+                                 std::to_string(plugin_->abi_version()) + ") has no shrink");
+  }
+  HVD_RETURN_IF_ERROR(failure());
+  if (context.size != size_ - static_cast<int>(excluded.size())) {
+    return common::invalid_argument(what + ": the new world has " + std::to_string(context.size) +
+                                    " ranks, not " + std::to_string(size_) + " less " +
+                                    std::to_string(excluded.size()) + " excluded");
+  }
+  std::vector<int32_t> ranks(excluded.begin(), excluded.end());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    if (ranks[i] < 0 || ranks[i] >= size_ || (i > 0 && ranks[i] <= ranks[i - 1]) ||
+        ranks[i] == rank_) {
+      return common::invalid_argument(what + ": excluded rank " + std::to_string(ranks[i]) +
+                                      " is not a peer of this world in ascending order");
+    }
+  }
+  hvd_plugin_world world = make_world(context);
+  hvd_plugin_status status{};
+  void* handle = nullptr;
+  const int32_t code = plugin_->api().shrink(handle_, &world, ranks.data(),
+                                             static_cast<int32_t>(ranks.size()), &handle, &status);
+  HVD_RETURN_IF_ERROR(from_plugin_status(code, status, what));
+  if (handle == nullptr) return common::internal_error(what + ": the plugin gave no handle");
+  return std::unique_ptr<Transport>(
+      new PluginTransport(plugin_, handle, context.rank, context.size));
 }
 
 PluginTransport::~PluginTransport() { plugin_->api().destroy(handle_); }

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 
 #include "transports/device_work.h"
@@ -32,6 +33,19 @@ class PluginTransport final : public TransportBase, public StreamedTransport {
   int size() const override { return size_; }
 
   void set_stream(void* stream) override { stream_ = stream; }
+  // The plugin's async_error (ABI version 4; OK without one), latched like
+  // a failed op: it fails this transport for good, and once latched every
+  // later call (this one included) returns the latched failure.
+  Status async_error() override;
+
+  // The plugin's in-place shrink (ABI version 4): a transport for
+  // `context`'s world (the survivors, in their old order) made from this
+  // live one without `excluded` (ranks of this world, ascending). This
+  // transport stays valid (destroy it after). kUnimplemented when the
+  // plugin has no shrink (older ABI, NULL, or HVD_ERR_UNIMPLEMENTED: the
+  // loaded library lacks it); the caller then aborts and connects anew.
+  common::Result<std::unique_ptr<Transport>> shrink(const TransportContext& context,
+                                                    std::span<const int> excluded);
 
  private:
   PluginTransport(std::shared_ptr<LoadedPlugin> plugin, void* handle, int rank, int size)

@@ -11,7 +11,9 @@
  *    fields exist) and refuses a newer one with an error naming both;
  *  - fields are only ever appended; a new field means a new abi_version
  *    (version 2 appended the device_* functions, version 3 the device's
- *    communication stream).
+ *    communication stream, version 4 completion on the device: events,
+ *    collectives that return once enqueued, asynchronous errors, copies
+ *    without classification, the in-place shrink).
  *
  * Data types, reduce ops and error codes are the HVD_* constants of
  * hvd/codes.h (common/include/; libhvd.so's C ABI uses the same). Every op
@@ -35,7 +37,7 @@
 extern "C" {
 #endif
 
-#define HVD_TRANSPORT_PLUGIN_ABI_VERSION 3u
+#define HVD_TRANSPORT_PLUGIN_ABI_VERSION 4u
 #define HVD_TRANSPORT_PLUGIN_ABI_OLDEST 1u
 #define HVD_TRANSPORT_PLUGIN_SYMBOL "hvd_transport_plugin"
 
@@ -170,6 +172,52 @@ typedef struct hvd_transport_plugin_t {
    * cudaEvent_t), else for the work enqueued on `stream` so far. */
   int32_t (*device_stream_wait)(void* context, void* waiter, void* stream, void* event,
                                 hvd_plugin_status* status);
+
+  /* ---- ABI version 4: completion on the device -------------------------
+   * A CUDA plugin of version 4 returns from a collective once it is
+   * enqueued on `stream` (it no longer waits for it on the host): the
+   * engine records an event after the batch and learns its completion from
+   * that event, off the engine thread, while it negotiates and launches the
+   * next batches. (A version 3 plugin still waits; the engine works with
+   * both.) barrier still returns once the barrier completed. A failure
+   * that happens on the device after the call returned (a peer gone, a
+   * timeout) is reported by async_error. */
+
+  /* HVD_OK, or the failure of work enqueued earlier that only shows
+   * asynchronously (ncclCommGetAsyncError: a peer gone, a network error).
+   * A failure fails the transport for good (the communicator is aborted so
+   * that its kernels end) like any other error, and every later call
+   * returns it. Never blocks; any thread. The engine calls it while it
+   * waits for a batch's event, and aborts the transport itself when the
+   * event does not complete within the timeout. NULL: no such errors. */
+  int32_t (*async_error)(void* handle, hvd_plugin_status* status);
+
+  /* Events of the context's device (cudaEvent_t, timing disabled). */
+  int32_t (*device_event_create)(void* context, void** event, hvd_plugin_status* status);
+  void (*device_event_destroy)(void* context, void* event);
+  /* Records `event` on `stream` (enqueued: completes when `stream` reaches
+   * it). */
+  int32_t (*device_event_record)(void* context, void* event, void* stream,
+                                 hvd_plugin_status* status);
+  /* *done = 1 once the work before the event's last record completed, 0
+   * while it has not (never blocks); an error when the device failed. */
+  int32_t (*device_event_query)(void* context, void* event, int32_t* done,
+                                hvd_plugin_status* status);
+  /* device_copy whose every entry's dst and src are device memory (or
+   * memory that device kernels address, such as managed memory), as the
+   * caller knows from the tensors' devices: no per-entry classification
+   * (cudaPointerGetAttributes), every entry in batched launches. */
+  int32_t (*device_copy_on_device)(void* context, const hvd_plugin_copy* copies, size_t n,
+                                   void* stream, hvd_plugin_status* status);
+
+  /* The in-place shrink (NCCL >= 2.27's ncclCommShrink): a transport for
+   * `world` made from the live transport `handle` without the ranks
+   * `excluded[0..n_excluded)` (ranks of `handle`'s world, ascending); the
+   * world's ranks are the survivors' in their old order. `handle` stays
+   * valid (destroy it after). HVD_ERR_UNIMPLEMENTED when the loaded library
+   * has no shrink (the caller then aborts and creates anew); NULL: never. */
+  int32_t (*shrink)(void* handle, const hvd_plugin_world* world, const int32_t* excluded,
+                    int32_t n_excluded, void** new_handle, hvd_plugin_status* status);
 } hvd_transport_plugin_t;
 
 #ifdef __cplusplus

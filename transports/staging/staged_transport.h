@@ -48,6 +48,12 @@ class StagedTransport final : public Transport, public StreamedTransport {
   Status barrier() override { return cpu_->barrier(); }
   void abort(Status reason) override { cpu_->abort(std::move(reason)); }
   void set_stream(void* stream) override { stream_ = stream; }
+  // The CPU transport's, when it has asynchronous errors (a CPU transport
+  // fails in its calls: OK).
+  Status async_error() override {
+    auto* streamed = dynamic_cast<StreamedTransport*>(cpu_.get());
+    return streamed != nullptr ? streamed->async_error() : Status::ok();
+  }
 
  private:
   struct Pinned {

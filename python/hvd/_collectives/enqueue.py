@@ -26,15 +26,17 @@ def set_id(process_set):
 
 
 class Prep:
-    """One op ready to enqueue: the struct, what must stay alive, and
-    finish(handle_id) -> the result once it succeeded."""
+    """One op ready to enqueue: the struct, what must stay alive,
+    finish(handle_id) -> the result once it succeeded, and for a device op
+    stream() -> the stream its wait orders after the op (None: host op)."""
 
-    __slots__ = ("op", "keep", "finish")
+    __slots__ = ("op", "keep", "finish", "stream")
 
-    def __init__(self, op, keep, finish):
+    def __init__(self, op, keep, finish, stream=None):
         self.op = op
         self.keep = keep
         self.finish = finish
+        self.stream = stream
 
 
 def enqueue_error(code, what):
@@ -63,7 +65,7 @@ def submit(prep, what):
     if code != C.OK:
         raise enqueue_error(code, what)
     finish = prep.finish
-    return Handle((h.value,), prep.keep, lambda ids: finish(ids[0]))
+    return Handle((h.value,), prep.keep, lambda ids: finish(ids[0]), prep.stream)
 
 
 def _device_name(device):
@@ -87,4 +89,4 @@ def submit_group(preps, what):
         raise enqueue_error(code, what)
     finishes = [p.finish for p in preps]
     return Handle(list(handles), [p.keep for p in preps],
-                  lambda ids: [f(i) for f, i in zip(finishes, ids)])
+                  lambda ids: [f(i) for f, i in zip(finishes, ids)], preps[0].stream)

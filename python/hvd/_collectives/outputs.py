@@ -42,8 +42,14 @@ def read_output(fw, handle_id, like, ndim):
         return _take_output(fw, handle_id, shape, like)
     out = fw.empty(shape, like)
     nbytes = fw.nbytes(out)
-    _lib.check(_lib.hvd_handle_copy_output(handle_id, fw.info(out)[0] if nbytes else None,
-                                           nbytes), "copy output")
+    dst = fw.info(out)[0] if nbytes else None
+    if on_host:
+        _lib.check(_lib.hvd_handle_copy_output(handle_id, dst, nbytes), "copy output")
+    else:
+        # On the current stream, where `out` was allocated and the handle's
+        # wait put the op: ordered like the caller's own kernels, no host wait.
+        _lib.check(_lib.hvd_handle_copy_output_on(handle_id, dst, nbytes, fw.stream(out)),
+                   "copy output")
     return out
 
 

@@ -41,6 +41,15 @@ def _ordering(fw, src, device):
     return {"stream": fw.stream(src), "ready_event": pointer}, event
 
 
+def _waiter(fw, src, device):
+    """For a device op: the stream its handle's wait orders after the op
+    (the caller's current stream of the device then: hvd_wait_on_stream),
+    as a function; None for a host op (waited for on the host)."""
+    if device == C.DEVICE_CPU:
+        return None
+    return lambda: fw.stream(src)
+
+
 def _output_like_input(fw, array, src, ptr, shape, inplace):
     """(output, its pointer, finish) of an op whose output has its input's
     shape: the input itself in place, else a new array."""
@@ -63,7 +72,7 @@ def prep_allreduce(fw, array, inplace, name, op, prescale_factor, postscale_fact
                 shape=dims, ndim=len(shape), dtype=dtype, device=device,
                 reduce_op=reduce_op_code(op), prescale_factor=prescale_factor,
                 postscale_factor=postscale_factor, process_set_id=set_id(process_set), **order)
-    return Prep(o, (array, src, out, dims, event), finish)
+    return Prep(o, (array, src, out, dims, event), finish, _waiter(fw, src, device))
 
 
 def prep_broadcast(fw, array, inplace, root_rank, name, process_set):
@@ -79,7 +88,7 @@ def prep_broadcast(fw, array, inplace, root_rank, name, process_set):
     o = make_op(op_type=C.OPTYPE_BROADCAST, name=_name(name), input=ptr, output=out_ptr,
                 shape=dims, ndim=len(shape), dtype=dtype, device=device, root_rank=root,
                 process_set_id=ps_id, **order)
-    return Prep(o, (array, src, out, dims, event), finish)
+    return Prep(o, (array, src, out, dims, event), finish, _waiter(fw, src, device))
 
 
 def _rows_op(op_type, fw, array, name, process_set, reduce_op=None, prescale_factor=1.0,
@@ -95,18 +104,18 @@ def _rows_op(op_type, fw, array, name, process_set, reduce_op=None, prescale_fac
                 ndim=len(shape), dtype=dtype, device=device, reduce_op=code,
                 prescale_factor=prescale_factor, postscale_factor=postscale_factor,
                 splits=splits, process_set_id=set_id(process_set), **order)
-    return o, (src, event), len(shape)
+    return o, (src, event), len(shape), _waiter(fw, src, device)
 
 
 def prep_allgather(fw, array, name, process_set):
-    o, (src, event), ndim = _rows_op(C.OPTYPE_ALLGATHER, fw, array, name, process_set)
-    return Prep(o, (array, src, event), lambda hid: read_output(fw, hid, src, ndim))
+    o, (src, event), ndim, waiter = _rows_op(C.OPTYPE_ALLGATHER, fw, array, name, process_set)
+    return Prep(o, (array, src, event), lambda hid: read_output(fw, hid, src, ndim), waiter)
 
 
 def prep_reducescatter(fw, array, name, op, prescale_factor, postscale_factor, process_set):
-    o, (src, event), ndim = _rows_op(C.OPTYPE_REDUCESCATTER, fw, array, name, process_set,
-                                     op, prescale_factor, postscale_factor)
-    return Prep(o, (array, src, event), lambda hid: read_output(fw, hid, src, ndim))
+    o, (src, event), ndim, waiter = _rows_op(C.OPTYPE_REDUCESCATTER, fw, array, name,
+                                             process_set, op, prescale_factor, postscale_factor)
+    return Prep(o, (array, src, event), lambda hid: read_output(fw, hid, src, ndim), waiter)
 
 
 def prep_alltoall(fw, array, splits, name, process_set):
@@ -122,15 +131,15 @@ def prep_alltoall(fw, array, splits, name, process_set):
         if any(v < 0 for v in values):
             raise ValueError(f"alltoall: splits {values} has negative entries")
         splits_array = (ctypes.c_int64 * n)(*values)
-    o, (src, event), ndim = _rows_op(C.OPTYPE_ALLTOALL, fw, array, name, process_set,
-                                     splits=splits_array)
+    o, (src, event), ndim, waiter = _rows_op(C.OPTYPE_ALLTOALL, fw, array, name, process_set,
+                                             splits=splits_array)
 
     def finish(hid):
         out = read_output(fw, hid, src, ndim)
         received = (ctypes.c_int64 * n)()
         _lib.check(_lib.hvd_handle_received_splits(hid, received, n), "received splits")
         return out, fw.int_array(list(received), array)
-    return Prep(o, (array, src, splits_array, event), finish)
+    return Prep(o, (array, src, splits_array, event), finish, waiter)
 
 
 def split_values(values):

@@ -35,8 +35,9 @@ extern "C" {
 
 /* The version of this C ABI (structs and functions). 1: hvd_op with
  * struct_size and stream. 2: hvd_handle_take_output, hvd_output_free.
- * 3: hvd_op.ready_event. 4: hvd_elastic_committed. */
-#define HVD_ABI_VERSION 4
+ * 3: hvd_op.ready_event. 4: hvd_elastic_committed. 5: hvd_wait_on_stream,
+ * hvd_handle_copy_output_on (stream-ordered completion of device ops). */
+#define HVD_ABI_VERSION 5
 
 /* Element types (HVD_UINT8..HVD_BOOL), reduce operations (HVD_OP_*) and
  * error codes (HVD_OK, HVD_ERR_*): hvd/codes.h, shared with the transports. */
@@ -190,14 +191,34 @@ HVD_EXPORT int hvd_poll(int64_t handle);
  * then (the handle stays valid); <= 0: no limit of its own (the engine
  * fails ops whose peers die within the transport timeout). */
 HVD_EXPORT int hvd_wait(int64_t handle, double timeout_seconds);
-/* Shape of an engine-allocated output of a finished op. */
+/* Stream-ordered completion of a device op (docs/gpu.md, "Asynchronous
+ * completion"): waits on the host only until the op is launched on its
+ * device (negotiated, enqueued on the device's communication stream), then
+ * makes `stream` (a cudaStream_t of the op's device; NULL: the legacy
+ * default stream) wait on the device for the op's completion, and returns
+ * HVD_OK without waiting for it: work the caller enqueues on `stream`
+ * afterwards runs once the op is done. The op's outputs (shape, splits,
+ * hvd_handle_copy_output_on) can be read from then on. An op done already
+ * returns its status, as hvd_wait does; a CPU op, or a device whose plugin
+ * has no events (ABI version 3), is waited for as hvd_wait does.
+ * timeout_seconds as hvd_wait's. A failure on the device after this
+ * returned fails the set (every later call on this rank says why) and the
+ * op's handle; the op's tensors are written no more once the handle is
+ * done (hvd_poll), so keep them referenced until then. */
+HVD_EXPORT int hvd_wait_on_stream(int64_t handle, void* stream, double timeout_seconds);
+/* hvd_handle_copy_output for a launched or finished device op, enqueued on
+ * `stream` (which first waits on the device for the op) and not waited
+ * for: the copy is ordered on `stream` like the caller's own kernels. A
+ * host op's output is copied at once, as hvd_handle_copy_output does. */
+HVD_EXPORT int hvd_handle_copy_output_on(int64_t handle, void* dst, int64_t bytes, void* stream);
+/* Shape of an engine-allocated output of a finished (or launched) op. */
 HVD_EXPORT int hvd_handle_output_shape(int64_t handle, int64_t* shape, int32_t max_ndim,
                                        int32_t* ndim);
 /* Copies the engine-allocated output (exactly its size in bytes) to dst.
  * A device op's output is in device memory: dst must then be device memory
- * (a CUDA tensor of the op's device); the copy runs on the op's stream
- * through the GPU transport's device functions and is waited for (within
- * the transport timeout) before this returns. */
+ * (a CUDA tensor of the op's device); the copy runs on the legacy default
+ * stream after the op, through the GPU transport's device functions, and is
+ * waited for (within the transport timeout) before this returns. */
 HVD_EXPORT int hvd_handle_copy_output(int64_t handle, void* dst, int64_t bytes);
 /* Hands the engine-allocated host output of a finished op to the caller
  * without a copy: *data points at its *bytes bytes (the size

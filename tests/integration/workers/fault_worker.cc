@@ -5,6 +5,7 @@
 //   fault_worker [--exit-rank R [--exit-code C]] [--kill-rank R]
 //                [--no-init-rank R] [--grandchild] [--sleep S]
 //                [--probe-unauthenticated] [--probe-rights]
+//                [--flood-concurrent worker|none]
 //
 // First line: "fault_worker: rank R pid P pgid G". Without a behaviour flag
 // the worker initializes, passes a barrier, shuts down and exits 0.
@@ -14,6 +15,10 @@
 // then floods the store with 20 Set calls of 15 MiB, printing "rights: ..."
 // lines with what the service answered; rank 0 then checks that its key is
 // intact. Exit 0 when both ranks got through.
+// --flood-concurrent (2 ranks; test_faults.py): after hvd_init rank 1 sends
+// 20 Set calls of 15 MiB at once (20 threads, one channel) with its own
+// credential ("worker") or with none ("none"), printing "flood start",
+// "flood refused N of 20" with the codes it got, then "flood done".
 // Unknown or malformed flags: usage message, exit 2.
 #include <grpcpp/grpcpp.h>
 #include <hvd/c_api.h>
@@ -25,8 +30,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <map>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "hvd/v1/rendezvous.grpc.pb.h"
 
@@ -35,7 +42,7 @@ namespace {
 constexpr char kUsage[] =
     "usage: fault_worker [--exit-rank R [--exit-code C]] [--kill-rank R] [--no-init-rank R]\n"
     "                    [--grandchild] [--sleep S] [--probe-unauthenticated]\n"
-    "                    [--probe-rights]\n";
+    "                    [--probe-rights] [--flood-concurrent worker|none]\n";
 
 struct Options {
   int exit_rank = -1;
@@ -46,6 +53,7 @@ struct Options {
   double sleep_seconds = -1;
   bool probe = false;
   bool probe_rights = false;
+  std::string flood;  // --flood-concurrent: "worker" or "none"
 };
 
 bool parse_number(const char* text, double* out) {
@@ -76,6 +84,16 @@ bool parse(int argc, char** argv, Options* o) {
     }
     if (flag == "--probe-rights") {
       o->probe_rights = true;
+      continue;
+    }
+    if (flag == "--flood-concurrent") {
+      const char* value = i + 1 < argc ? argv[++i] : "";
+      o->flood = value;
+      if (o->flood != "worker" && o->flood != "none") {
+        std::fprintf(stderr, "fault_worker: --flood-concurrent needs worker or none, got '%s'\n%s",
+                     value, kUsage);
+        return false;
+      }
       continue;
     }
     int* int_target = flag == "--exit-rank"      ? &o->exit_rank
@@ -167,10 +185,11 @@ bool probe_unauthenticated() {
 // The Rendezvous service as this worker: its own credential (HVD_JOB_TOKEN).
 class RendezvousAs {
  public:
-  RendezvousAs() {
+  // `with_credential` false: calls without any "authorization" metadata.
+  explicit RendezvousAs(bool with_credential = true) {
     const char* addr = std::getenv("HVD_RENDEZVOUS_ADDR");
     const char* token = std::getenv("HVD_JOB_TOKEN");
-    credential_ = token != nullptr ? token : "";
+    credential_ = token != nullptr && with_credential ? token : "";
     grpc::ChannelArguments args;
     args.SetMaxSendMessageSize(-1);
     stub_ = hvd::v1::Rendezvous::NewStub(grpc::CreateCustomChannel(
@@ -211,7 +230,7 @@ class RendezvousAs {
   std::unique_ptr<grpc::ClientContext> context() const {
     auto context = std::make_unique<grpc::ClientContext>();
     context->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
-    context->AddMetadata("authorization", "Bearer " + credential_);
+    if (!credential_.empty()) context->AddMetadata("authorization", "Bearer " + credential_);
     return context;
   }
   static std::string outcome(const grpc::Status& status) {
@@ -263,6 +282,36 @@ bool probe_rights(int rank) {
   return true;
 }
 
+// --flood-concurrent, between hvd_init and the final barrier.
+bool flood_concurrent(int rank, const std::string& mode) {
+  if (rank == 1) {
+    RendezvousAs rendezvous(mode == "worker");
+    std::printf("fault_worker: rights: flood start\n");
+    sleep_for(1.0);  // the test notes hvdrun's memory now
+    const std::string value(15 << 20, 'f');
+    std::vector<std::string> outcomes(20);
+    std::vector<std::thread> threads;
+    for (int i = 0; i < 20; ++i) {
+      threads.emplace_back([&, i] {
+        outcomes[i] = rendezvous.set("round0/flood/" + std::to_string(i), value);
+      });
+    }
+    for (auto& t : threads) t.join();
+    std::map<std::string, int> codes;
+    int refused = 0;
+    for (const auto& o : outcomes) {
+      if (o != "OK") ++refused;
+      ++codes[o.substr(0, o.find(':'))];
+    }
+    std::string said;
+    for (const auto& [code, n] : codes) said += " " + code + " x" + std::to_string(n);
+    std::printf("fault_worker: rights: flood refused %d of 20:%s\n", refused, said.c_str());
+    std::printf("fault_worker: rights: flood done\n");
+    sleep_for(1.5);  // and its peak now
+  }
+  return hvd_barrier() == HVD_OK;
+}
+
 // Allreduces until one fails (a peer went away), then exits 1.
 [[noreturn]] void allreduce_forever(int rank, int kill_after) {
   for (int i = 0;; ++i) {
@@ -308,6 +357,10 @@ int main(int argc, char** argv) {
   if (o.sleep_seconds >= 0) {
     sleep_for(o.sleep_seconds);
     return 0;
+  }
+  if (!o.flood.empty() && !flood_concurrent(rank, o.flood)) {
+    std::fprintf(stderr, "fault_worker: rank %d: %s\n", rank, hvd_last_error());
+    return 1;
   }
   if (o.probe_rights && !probe_rights(rank)) {
     std::fprintf(stderr, "fault_worker: rank %d: %s\n", rank, hvd_last_error());

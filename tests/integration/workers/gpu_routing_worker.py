@@ -30,6 +30,7 @@ Prints "ok rank R" at the end; any failed check raises (non-zero exit).
 import ctypes
 import os
 import sys
+import time
 
 import numpy as np
 
@@ -125,6 +126,12 @@ def fake_of(library):
                  "fakecuda_event_destroy"):
         getattr(fake, name).argtypes = [ctypes.c_void_p]
     fake.fakecuda_event_record.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    fake.fakecuda_cached_alloc.restype = ctypes.c_void_p
+    fake.fakecuda_cached_alloc.argtypes = [ctypes.c_size_t, ctypes.c_void_p]
+    fake.fakecuda_cached_free.restype = None
+    fake.fakecuda_cached_free.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    fake.fakecuda_violations.restype = ctypes.c_longlong
+    fake.fakecuda_violations.argtypes = []
     return fake
 
 
@@ -299,7 +306,10 @@ def routed(rank, size, library):
     fake = fake_of(library)
     dev = lambda kind: fake.fakecuda_device_calls(kind.encode())  # noqa: E731
     assert dev("open") == 1, "no device context was opened for the device ops"
-    assert dev("synchronize") >= 1, "the device batch did not end with device_synchronize"
+    # Plugin ABI version 4: the batch ends with its completion event, which
+    # the engine's completion thread polls (no device_synchronize).
+    assert dev("event_record") >= 1, "the device batch did not record its completion event"
+    assert dev("event_query") >= 1, "the batch's completion event was never polled"
 
     cpu_allreduce(rank, size, "cpu.between")
     assert calls("allreduce") == 1, "a CPU allreduce went through the GPU transport"
@@ -376,6 +386,7 @@ def routed(rank, size, library):
         (dev("copy") - copies, dev("copy_entries") - entries)
 
     stream_contract(fake, rank, size)
+    stream_ordered(fake, rank, size)
 
     every_op(rank, size, "again")
 
@@ -430,6 +441,90 @@ def stream_contract(fake, rank, size):
     assert (x == 100).all()  # S's late write did run, after the op
     fake.fakecuda_stream_destroy(stream)
     fake.fakecuda_event_destroy(event)
+
+
+def cached_array(fake, stream, n, dtype=np.float32):
+    """An array over a block of fakecuda's caching allocator, allocated on
+    `stream` (as torch allocates a CUDA tensor on the current stream)."""
+    nbytes = n * np.dtype(dtype).itemsize
+    ptr = fake.fakecuda_cached_alloc(nbytes, stream)
+    assert ptr, "fakecuda_cached_alloc failed"
+    return np.frombuffer((ctypes.c_char * nbytes).from_address(ptr), dtype=dtype)
+
+
+def done_then_release(h):
+    """As hvd's Python handles do for a device op waited on a stream: hold
+    it until the device is done with it, then release it."""
+    deadline = time.monotonic() + WAIT_S
+    while _lib.hvd_poll(h) == 0:
+        assert time.monotonic() < deadline, f"handle {h} never completed on the device"
+        time.sleep(0.001)
+    release(h)
+
+
+def stream_ordered(fake, rank, size):
+    """Issue 28, with fakecuda's events (plugin ABI version 4): a device op
+    waited on the caller's stream S (hvd_wait_on_stream) returns once it is
+    launched, and S then runs after it; the next op of the same name is
+    accepted while it may still run; outputs are copied on S into blocks of
+    a caching allocator without an unordered reuse, and come from a pool;
+    the ops' tensors are copied without classifying them."""
+    dev = lambda kind: fake.fakecuda_device_calls(kind.encode())  # noqa: E731
+    stream = fake.fakecuda_stream_create()
+    total = size * (size + 1) / 2
+
+    # Allreduces of one name, step after step, each waited on S only: the
+    # host never waits for the device; S sees every result in order.
+    a = cached_array(fake, stream, 256)
+    handles = []
+    syncs = dev("synchronize")
+    for step in range(5):
+        a[:] = 0
+        produced = np.full(256, rank + 1 + step, np.float32)  # alive until S ran the write
+        fake.fakecuda_stream_write(stream, a.ctypes.data, produced.ctypes.data, a.nbytes, 2000)
+        dims = (ctypes.c_int64 * 1)(256)
+        op = make_op(op_type=C.OPTYPE_ALLREDUCE, name=b"dev.ordered", input=a.ctypes.data,
+                     output=a.ctypes.data, shape=dims, ndim=1, dtype=C.FLOAT32, device=rank,
+                     reduce_op=C.OP_SUM, stream=stream)
+        h = enqueue(op)
+        code = _lib.hvd_wait_on_stream(h, stream, WAIT_S)
+        assert code == C.OK, _lib.last_error()
+        handles.append(h)
+        assert fake.fakecuda_stream_synchronize(stream) == C.OK
+        assert (a == total + size * step).all(), (step, a[:4])
+    for h in handles:
+        done_then_release(h)
+    assert dev("synchronize") == syncs, "a device batch was waited for on the host"
+
+    # Engine-allocated outputs: copied on S (after S waited for the op) into
+    # a block S's allocator hands back while S's earlier kernel still uses
+    # it: ordered, so no unordered reuse; the blocks come from a pool.
+    allocs = dev("alloc")
+    for step in range(6):
+        e = np.full((rank + 1, 2), rank + step, dtype=np.float32)
+        op, dims = op_for(C.OPTYPE_ALLGATHER, e, f"dev.pool.{step}", rank, output=False,
+                          stream=stream)
+        h = enqueue(op)
+        assert _lib.hvd_wait_on_stream(h, stream, WAIT_S) == C.OK, _lib.last_error()
+        rows = size * (size + 1) // 2
+        old = cached_array(fake, stream, rows * 2)
+        slow = np.full(rows * 2, -1, np.float32)
+        fake.fakecuda_stream_write(stream, old.ctypes.data, slow.ctypes.data, old.nbytes, 100000)
+        fake.fakecuda_cached_free(old.ctypes.data, stream)  # torch: freed, its kernel queued
+        out = cached_array(fake, stream, rows * 2)  # the same block, at once
+        _lib.check(_lib.hvd_handle_copy_output_on(h, out.ctypes.data, out.nbytes, stream),
+                   "copy output on the stream")
+        assert fake.fakecuda_stream_synchronize(stream) == C.OK
+        want = np.concatenate([np.full((r + 1) * 2, r + step, np.float32) for r in range(size)])
+        assert (out == want).all(), (step, out, want)
+        done_then_release(h)
+        fake.fakecuda_cached_free(out.ctypes.data, stream)
+    assert fake.fakecuda_violations() == 0, "a block was reused without an ordering wait"
+    assert dev("alloc") <= allocs + 1, ("outputs are not pooled", dev("alloc") - allocs)
+    assert dev("classified") == 0, ("the ops' tensors were classified entry by entry",
+                                    dev("classified"))
+    fake.fakecuda_cached_free(a.ctypes.data, stream)
+    fake.fakecuda_stream_destroy(stream)
 
 
 def freed(fake):

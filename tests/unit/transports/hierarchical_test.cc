@@ -34,6 +34,38 @@ TEST_CASE("layout: hosts by their lowest rank, local ranks in rank order") {
   CHECK((l.cross_size == 1 && l.local_size == 3 && l.local_rank == 1));
 }
 
+TEST_CASE("layout: the hosts' ranks as rank 0 publishes them, run-length encoded") {
+  // 64k ranks, 8 per host in rank order: one token (issue 31).
+  std::vector<int> blocks;
+  for (int r = 0; r < 65536; ++r) blocks.push_back(r / 8);
+  CHECK(encode_groups(blocks) == "8@8192");
+  auto back = decode_groups("8@8192", 65536);
+  REQUIRE(back.is_ok());
+  CHECK(*back == blocks);
+  // Round robin over hosts, uneven hosts, a host seen again.
+  for (const std::vector<std::string>& hosts :
+       {std::vector<std::string>{"b", "a", "b", "a", "c"}, {"a", "a", "b", "b", "b", "c"},
+        {"a"}, {"a", "b", "c", "a", "a", "d", "d"}}) {
+    const std::vector<int> groups = groups_of(hosts);
+    auto decoded = decode_groups(encode_groups(groups), static_cast<int>(hosts.size()));
+    REQUIRE(decoded.is_ok());
+    CHECK(*decoded == groups);
+    for (int r = 0; r < static_cast<int>(hosts.size()); ++r) {
+      const Layout a = layout_of(hosts, r);
+      const Layout b = layout_of_groups(*decoded, r, hosts[static_cast<size_t>(r)]);
+      CHECK((a.hosts == b.hosts && a.cross_rank == b.cross_rank && a.local_rank == b.local_rank &&
+             a.local_size == b.local_size && a.homogeneous == b.homogeneous));
+    }
+  }
+  CHECK(encode_groups(groups_of({"b", "a", "b", "a", "c"})) == "1@2,0*1,1*1,1@1");
+  // Bad text names the token.
+  for (const char* bad : {"8@", "x@1", "2*1", "4@2", "1@1,,", "1@-1"}) {
+    auto r = decode_groups(bad, 4);
+    CHECK_FALSE(r.is_ok());
+  }
+  CHECK(decode_groups("2*1", 4).status().message().find("'2*1'") != std::string::npos);
+}
+
 namespace {
 
 RankOptions two_hosts(const std::string& transport, int size) {

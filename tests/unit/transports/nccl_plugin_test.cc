@@ -18,6 +18,12 @@ TEST_CASE("nccl plugin: loads, and says clearly when it cannot run here", "[plug
   CHECK(loaded.value()->name() == "nccl");
   CHECK(loaded.value()->device() == DeviceKind::kCuda);
   CHECK(loaded.value()->abi_version() == HVD_TRANSPORT_PLUGIN_ABI_VERSION);
+  // ABI version 4: events, asynchronous errors, copies without
+  // classification and the shrink (ncclCommShrink is looked up at run time).
+  CHECK(loaded.value()->has_events());
+  CHECK(loaded.value()->has_async_error());
+  CHECK(loaded.value()->has_shrink());
+  CHECK(loaded.value()->api().device_copy_on_device != nullptr);
 
   Availability here = loaded.value()->can_run();
   if (here.available) {

@@ -10,6 +10,7 @@
 #include "daemon/rendezvous/kv_store.h"
 #include "transports/plugin/known_plugins.h"
 #include "transports/plugin/plugin_loader.h"
+#include "transports/plugin/plugin_transport.h"
 
 namespace hvd::transports::plugin {
 
@@ -193,6 +194,76 @@ TEST_CASE("plugin loader: a CUDA plugin of ABI version 3 must have the communica
   api.device_comm_stream = no_comm;
   api.device_stream_wait = no_wait;
   CHECK(validate(api, "p").is_ok());
+}
+
+namespace {
+int32_t no_event_create(void*, void**, hvd_plugin_status*) { return 1; }
+void no_event_destroy(void*, void*) {}
+int32_t no_event_record(void*, void*, void*, hvd_plugin_status*) { return 1; }
+int32_t no_event_query(void*, void*, int32_t*, hvd_plugin_status*) { return 1; }
+}  // namespace
+
+TEST_CASE("plugin loader: a CUDA plugin of ABI version 4 must have the events", "[plugin]") {
+  auto loaded = LoadedPlugin::load(plugin_path(""));
+  REQUIRE(loaded.is_ok());
+  hvd_transport_plugin_t api = loaded.value()->api();
+  api.device = HVD_PLUGIN_DEVICE_CUDA;
+  api.device_open = no_open;
+  api.device_close = no_close;
+  api.device_alloc = no_alloc;
+  api.device_free = no_free;
+  api.device_copy = no_copy;
+  api.device_scale = no_scale;
+  api.device_synchronize = no_sync;
+  api.device_comm_stream = no_comm;
+  api.device_stream_wait = no_wait;
+  api.abi_version = 4;
+  CHECK(validate(api, "p").message() ==
+        "transport plugin p (CUDA, ABI version 4) leaves a device_event_* function or "
+        "device_copy_on_device null");
+  api.abi_version = 3;  // version 3 had none of them
+  api.struct_size = static_cast<uint32_t>(required_struct_size(3));
+  CHECK(validate(api, "p").is_ok());
+  api.abi_version = 4;
+  api.struct_size = static_cast<uint32_t>(required_struct_size(4));
+  api.device_event_create = no_event_create;
+  api.device_event_destroy = no_event_destroy;
+  api.device_event_record = no_event_record;
+  api.device_event_query = no_event_query;
+  api.device_copy_on_device = no_copy;
+  CHECK(validate(api, "p").is_ok());
+  CHECK(required_struct_size(3) < required_struct_size(4));
+  CHECK(required_struct_size(4) == sizeof(hvd_transport_plugin_t));
+}
+
+TEST_CASE("plugin loader: async_error fails the transport for good", "[plugin]") {
+  auto transport = registry_with("").create("testcpu", TransportContext{});
+  REQUIRE(transport.is_ok());
+  auto* t = dynamic_cast<PluginTransport*>(transport.value().get());
+  REQUIRE(t != nullptr);
+  CHECK(t->async_error().is_ok());
+  std::vector<float> data{1, 2, 3};
+  // The call succeeds; its failure shows later (testcpu: HVD_OP_MAX).
+  CHECK(t->allreduce({data.data(), 12}, DataType::kFloat32, ReduceOp::kMax).is_ok());
+  Status later = t->async_error();
+  CHECK(later.to_string() ==
+        "Unavailable: testcpu asynchronous error on rank 0: a peer went away after the call");
+  CHECK(t->barrier().message() == later.message());  // latched
+  CHECK(t->async_error().message() == later.message());
+}
+
+TEST_CASE("plugin loader: shrink without the library's support is kUnimplemented", "[plugin]") {
+  auto transport = registry_with("").create("testcpu", TransportContext{});
+  REQUIRE(transport.is_ok());
+  auto* t = dynamic_cast<PluginTransport*>(transport.value().get());
+  REQUIRE(t != nullptr);
+  const std::vector<int> none;
+  auto shrunk = t->shrink(TransportContext{}, none);
+  REQUIRE_FALSE(shrunk.is_ok());
+  CHECK(shrunk.status().to_string() ==
+        "Unimplemented: transport 'testcpu' on rank 0 could not shrink: no shrink in this "
+        "library");
+  CHECK(t->barrier().is_ok());  // the transport stays usable
 }
 
 TEST_CASE("plugin loader: a library without the symbol is not a plugin", "[plugin]") {

@@ -31,7 +31,9 @@ std::unique_ptr<grpc::ClientContext> context(const std::string& token) {
 
 TEST_CASE("Rendezvous refuses unauthenticated and oversized requests by method") {
   RendezvousService service(kToken, 2);
-  auto started = GrpcServer::start("127.0.0.1", 0, {&service});
+  // As hvdrun serves it: receive windows of 64 KiB, never grown.
+  auto started =
+      GrpcServer::start("127.0.0.1", 0, {&service}, hvd::daemon::rendezvous_server_options());
   REQUIRE(started.is_ok());
   auto server = std::move(started).value();
   grpc::ChannelArguments args;

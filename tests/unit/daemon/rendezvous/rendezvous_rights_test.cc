@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <future>
+#include <vector>
 
 #include "daemon/rendezvous/rendezvous_service.h"
 #include "daemon/rendezvous/worker_credentials.h"
@@ -166,4 +167,43 @@ TEST_CASE("Rendezvous: a worker's flood of Set calls stops at its store quota") 
   CHECK(job.remove(slot1, "round0/flood/0").ok());
   // The others still have room.
   CHECK(job.set(kToken, "round0/cpu/0", std::string(1 << 20, 'x')).ok());
+}
+
+TEST_CASE("Rendezvous: a worker's concurrent Set calls are received one at a time") {
+  Job job(2);
+  const std::string slot1 = worker_credential(kToken, 1);
+  auto first = std::async(std::launch::async, [&] { return job.join(kToken, 0); });
+  REQUIRE(job.join(slot1, 1).ok());
+  REQUIRE(first.get().ok());
+  SECTION("an honest worker's concurrent small Sets all get through") {
+    std::vector<std::future<grpc::Status>> sets;
+    for (int i = 0; i < 8; ++i) {
+      sets.push_back(std::async(std::launch::async, [&, i] {
+        return job.set(slot1, "round0/small/" + std::to_string(i), std::string(1024, 'x'));
+      }));
+    }
+    for (auto& s : sets) CHECK(s.get().ok());
+  }
+  SECTION("a flood of 20 concurrent 15 MiB Sets: one body reaches the quota check") {
+    std::vector<std::future<grpc::Status>> sets;
+    for (int i = 0; i < 20; ++i) {
+      sets.push_back(std::async(std::launch::async, [&, i] {
+        return job.set(slot1, "round0/flood/" + std::to_string(i), std::string(15 << 20, 'f'));
+      }));
+    }
+    int at_quota = 0;
+    int on_headers = 0;
+    for (auto& s : sets) {
+      const grpc::Status status = s.get();
+      CHECK(status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED);
+      const std::string& m = status.error_message();
+      if (m.rfind("Rendezvous.Set refused: slot 1's keys would take", 0) == 0) ++at_quota;
+      if (m.rfind("Rendezvous.Set refused: the Set calls of slot 1 are", 0) == 0) ++on_headers;
+    }
+    // The first taken was refused at the quota; the ones that waited behind
+    // it (or found 16 waiting) on their headers.
+    CHECK(at_quota == 1);
+    CHECK(on_headers == 19);
+    CHECK(job.service.store().usage().bytes < (1u << 20));  // no flood value stored
+  }
 }

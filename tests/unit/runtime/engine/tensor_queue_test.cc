@@ -167,4 +167,33 @@ TEST_CASE("tensor queue: the batching window waits for a quiet queue, at most `l
   CHECK(Clock::now() - start < 1s);
 }
 
+TEST_CASE("tensor queue: finish counts ops by type, bytes and allreduce latency",
+          "[tensor_queue][metrics]") {
+  TensorQueue q;
+  OpCounters counters;
+  q.count_into(&counters);
+  Entry a = entry("a");
+  a.request.shape = {256};  // 1 KiB of float32
+  Entry b = entry("b", OpType::kBroadcast);
+  b.request.shape = {4};
+  REQUIRE(q.push(a).is_ok());
+  REQUIRE(q.push(b).is_ok());
+  std::vector<Entry> out;
+  q.drain(out);
+  out[0].enqueued = Clock::now() - 3ms;  // between the 2.5 ms and 5 ms bounds
+  q.finish(out[0]);
+  q.finish(out[1]);
+  const OpStats s = counters.snapshot();
+  CHECK(s.completed[0] == 1);
+  CHECK(s.bytes[0] == 1024);
+  CHECK(s.completed[static_cast<size_t>(OpType::kBroadcast)] == 1);
+  CHECK(s.bytes[static_cast<size_t>(OpType::kBroadcast)] == 16);
+  // Only allreduce latencies are timed: one op, in the (2.5 ms, 5 ms] bucket.
+  int64_t timed = 0;
+  for (int64_t n : s.latency_buckets) timed += n;
+  CHECK(timed == 1);
+  CHECK(s.latency_buckets[6] == 1);  // kLatencyBounds[6] == 0.005
+  CHECK(s.latency_sum_ns >= 3'000'000);
+}
+
 }  // namespace hvd::runtime::engine

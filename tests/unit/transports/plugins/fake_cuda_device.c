@@ -10,7 +10,11 @@
  * device_scale is runtime/engine/scale.h's finish_reduction for the types the fake
  * reduces (integers, float32, float64). Each call is counted
  * (fakecuda_device_calls("copy"), ...), with the copy entries and the
- * pinned allocations, so tests prove the engine used them. */
+ * pinned allocations, so tests prove the engine used them. ABI version 4:
+ * events (device_event_*), and device_copy_on_device, counted as
+ * "copy_on_device" besides "copy" (every copy call), while device_copy
+ * counts every entry it classifies as "classified". Copies and scales note the cached blocks they touch
+ * (fake_cuda_cache.h). */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -25,11 +29,14 @@
 #define EXPORT __attribute__((visibility("default")))
 
 enum { OPEN, CLOSE, ALLOC, ALLOC_PINNED, FREE, COPY, COPY_ENTRIES, SCALE, SYNCHRONIZE, LIVE,
-       STREAM_WAIT, EVENT_WAIT, KINDS };
+       STREAM_WAIT, EVENT_WAIT, COPY_ON_DEVICE, CLASSIFIED, EVENT_CREATE, EVENT_DESTROY,
+       EVENT_RECORD, EVENT_QUERY, KINDS };
 static const char* const kKinds[KINDS] = {"open",  "close",        "alloc",
                                           "alloc_pinned", "free", "copy", "copy_entries",
                                           "scale", "synchronize", "live_allocations",
-                                          "stream_wait", "event_wait"};
+                                          "stream_wait", "event_wait", "copy_on_device",
+                                          "classified", "event_create", "event_destroy",
+                                          "event_record", "event_query"};
 static atomic_llong counts[KINDS];
 
 /* This process's count of one kind of device call; -1 for an unknown kind. */
@@ -142,19 +149,44 @@ static int run_copies(void* arg, char* error, size_t error_len) {
   return 0;
 }
 
-int32_t fakecuda_device_copy(void* c, const hvd_plugin_copy* copies, size_t n, void* stream,
-                             hvd_plugin_status* status) {
-  (void)c;
-  atomic_fetch_add(&counts[COPY], 1);
+/* Enqueues the copies on `stream`, noting the cached blocks they touch. */
+static int32_t enqueue_copies(const hvd_plugin_copy* copies, size_t n, void* stream,
+                              const char* call, hvd_plugin_status* status) {
   fakecuda_note_stream(1, stream);
   atomic_fetch_add(&counts[COPY_ENTRIES], (long long)n);
-  fake_stream* s = stream_for(stream, "device_copy", status);
+  fake_stream* s = stream_for(stream, call, status);
   if (s == NULL) return status->code;
   copy_work* w = malloc(sizeof(copy_work) + n * sizeof(hvd_plugin_copy));
   w->n = n;
   if (n > 0) memcpy(w->copies, copies, n * sizeof(hvd_plugin_copy));
-  fake_stream_enqueue(s, run_copies, w, 1);
+  fake_range* touched = malloc(sizeof(fake_range) * (2 * n + 1));
+  for (size_t i = 0; i < n; ++i) {
+    touched[2 * i] = (fake_range){copies[i].dst, copies[i].bytes};
+    touched[2 * i + 1] = (fake_range){copies[i].src, copies[i].bytes};
+  }
+  fake_stream_enqueue_touching(s, run_copies, w, 1, touched, 2 * n);
+  free(touched);
   return ok(status);
+}
+
+/* Every entry is classified (cudaPointerGetAttributes in the NCCL plugin):
+ * counted as "classified", so tests see the engine avoid it. */
+int32_t fakecuda_device_copy(void* c, const hvd_plugin_copy* copies, size_t n, void* stream,
+                             hvd_plugin_status* status) {
+  (void)c;
+  atomic_fetch_add(&counts[COPY], 1);
+  atomic_fetch_add(&counts[CLASSIFIED], (long long)n);
+  return enqueue_copies(copies, n, stream, "device_copy", status);
+}
+
+/* ABI version 4: the caller says every entry is device memory; nothing is
+ * classified. */
+int32_t fakecuda_device_copy_on_device(void* c, const hvd_plugin_copy* copies, size_t n,
+                                       void* stream, hvd_plugin_status* status) {
+  (void)c;
+  atomic_fetch_add(&counts[COPY], 1);
+  atomic_fetch_add(&counts[COPY_ON_DEVICE], 1);
+  return enqueue_copies(copies, n, stream, "device_copy_on_device", status);
 }
 
 /* C's conversion of a double through int64 (NaN and beyond: int64's
@@ -181,6 +213,16 @@ static int64_t truncated(double x) {
     }                                                                                  \
     break;                                                                             \
   }
+
+static size_t element_bytes(int32_t dtype) {
+  switch (dtype) {
+    case HVD_UINT8: case HVD_INT8: return 1;
+    case HVD_INT16: return 2;
+    case HVD_INT32: case HVD_FLOAT32: return 4;
+    case HVD_INT64: case HVD_FLOAT64: return 8;
+    default: return 0;
+  }
+}
 
 typedef struct scale_work {
   void* data;
@@ -230,7 +272,8 @@ int32_t fakecuda_device_scale(void* c, void* data, size_t count, int32_t dtype,
   if (s == NULL) return status->code;
   scale_work* w = malloc(sizeof(scale_work));
   *w = (scale_work){data, count, dtype, divisor, factor};
-  fake_stream_enqueue(s, run_scale, w, 1);
+  const fake_range touched = {data, count * element_bytes(dtype)};
+  fake_stream_enqueue_touching(s, run_scale, w, 1, &touched, 1);
   return ok(status);
 }
 
@@ -263,5 +306,42 @@ int32_t fakecuda_device_stream_wait(void* c, void* waiter, void* stream, void* e
   fake_stream* s = stream_for(stream, "device_stream_wait", status);
   if (s == NULL) return status->code;
   fake_stream_wait_stream(w, s);
+  return ok(status);
+}
+
+/* ---- ABI version 4: events (fake_cuda_streams.h's, the same as the tests'
+ * fakecuda_event_create) ------------------------------------------------ */
+
+int32_t fakecuda_device_event_create(void* c, void** event, hvd_plugin_status* status) {
+  (void)c;
+  atomic_fetch_add(&counts[EVENT_CREATE], 1);
+  *event = fake_event_create();
+  return ok(status);
+}
+
+void fakecuda_device_event_destroy(void* c, void* event) {
+  (void)c;
+  if (event == NULL) return;
+  atomic_fetch_add(&counts[EVENT_DESTROY], 1);
+  fake_event_destroy(event);
+}
+
+int32_t fakecuda_device_event_record(void* c, void* event, void* stream,
+                                     hvd_plugin_status* status) {
+  (void)c;
+  atomic_fetch_add(&counts[EVENT_RECORD], 1);
+  if (event == NULL) return fail(status, HVD_ERR_INVALID_ARGUMENT, "fakecuda: no event");
+  fake_stream* s = stream_for(stream, "device_event_record", status);
+  if (s == NULL) return status->code;
+  fake_event_record(event, s);
+  return ok(status);
+}
+
+int32_t fakecuda_device_event_query(void* c, void* event, int32_t* done,
+                                    hvd_plugin_status* status) {
+  (void)c;
+  atomic_fetch_add(&counts[EVENT_QUERY], 1);
+  if (event == NULL) return fail(status, HVD_ERR_INVALID_ARGUMENT, "fakecuda: no event");
+  *done = fake_event_done(event);
   return ok(status);
 }

@@ -21,5 +21,13 @@ int32_t fakecuda_device_synchronize(void* context, void* stream, hvd_plugin_stat
 int32_t fakecuda_device_comm_stream(void* context, void** stream, hvd_plugin_status* status);
 int32_t fakecuda_device_stream_wait(void* context, void* waiter, void* stream, void* event,
                                     hvd_plugin_status* status);
+int32_t fakecuda_device_copy_on_device(void* context, const hvd_plugin_copy* copies, size_t n,
+                                       void* stream, hvd_plugin_status* status);
+int32_t fakecuda_device_event_create(void* context, void** event, hvd_plugin_status* status);
+void fakecuda_device_event_destroy(void* context, void* event);
+int32_t fakecuda_device_event_record(void* context, void* event, void* stream,
+                                     hvd_plugin_status* status);
+int32_t fakecuda_device_event_query(void* context, void* event, int32_t* done,
+                                    hvd_plugin_status* status);
 
 #endif /* HVD_FAKE_CUDA_DEVICE_H_ */

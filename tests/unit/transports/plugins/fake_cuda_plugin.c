@@ -13,13 +13,20 @@
  * other op names, "create") counts this process's calls, fakecuda_device()
  * is the device ordinal the last world was created for.
  *
- * ABI version 3: its device_* functions (fake_cuda_device.c) work on host
- * memory through asynchronous streams (fake_cuda_streams.h) and count their
- * calls (fakecuda_device_calls). A collective is ordered on its stream as
- * NCCL's are: it starts once the work enqueued there before it has run (it
- * waits for that, bounded), and runs before anything enqueued after it.
- * Built with FAKECUDA_ABI_V1 it is a version-1 plugin without device
- * functions (the engine must then refuse device ops). */
+ * Its device_* functions (fake_cuda_device.c) work on host memory through
+ * asynchronous streams (fake_cuda_streams.h) and count their calls
+ * (fakecuda_device_calls). ABI version 4: a collective is a work item of
+ * its stream, as NCCL's kernels are: checked and numbered at the call,
+ * which returns at once; the stream's thread runs it (the store exchange
+ * included) after the work enqueued before it and before the work enqueued
+ * after it. A failure there (a peer gone past the timeout, an abort) sets
+ * the stream's error and the world's asynchronous error (async_error);
+ * every later call fails with it. barrier() still waits. shrink() makes a
+ * world of the survivors (see there). Built with FAKECUDA_ABI_VERSION=3 its
+ * collectives wait for their item (no events, no async_error); with
+ * FAKECUDA_ABI_V1 it is a version-1 plugin without device functions (the
+ * engine must then refuse device ops). */
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -34,9 +41,20 @@
 
 #define EXPORT __attribute__((visibility("default")))
 
-enum { CREATE, ALLREDUCE, ALLGATHERV, BROADCAST, ALLTOALLV, REDUCESCATTER, BARRIER, OPS };
+/* The ABI version built: 4 unless FAKECUDA_ABI_V1 or FAKECUDA_ABI_VERSION
+ * says otherwise (3: collectives wait for their work, no events). */
+#ifndef FAKECUDA_ABI_VERSION
+#ifdef FAKECUDA_ABI_V1
+#define FAKECUDA_ABI_VERSION 1
+#else
+#define FAKECUDA_ABI_VERSION 4
+#endif
+#endif
+
+enum { CREATE, ALLREDUCE, ALLGATHERV, BROADCAST, ALLTOALLV, REDUCESCATTER, BARRIER, SHRINK,
+       OPS };
 static const char* const kOpNames[OPS] = {"create",    "allreduce",     "allgatherv", "broadcast",
-                                          "alltoallv", "reducescatter", "barrier"};
+                                          "alltoallv", "reducescatter", "barrier",    "shrink"};
 static atomic_llong calls[OPS];
 static atomic_int last_device = -2;
 
@@ -57,24 +75,14 @@ typedef struct world {
   char prefix[256];
   hvd_plugin_store store;
   atomic_int aborted;
+  /* Collectives enqueued and not yet run; the first failure of one (ABI
+   * version 4: what async_error returns). */
+  pthread_mutex_t mu;
+  pthread_cond_t changed;
+  int pending;
+  int32_t async_code;
+  char async_message[HVD_PLUGIN_MESSAGE_SIZE];
 } world;
-
-
-/* Orders a collective on `stream` as NCCL's: what was enqueued there
- * before it has run (waited for, within the world's timeout). */
-static int32_t ordered_on(world* w, void* stream, hvd_plugin_status* status) {
-  fake_stream* s = fake_stream_of(stream);
-  if (s == NULL) {
-    char message[128];
-    snprintf(message, sizeof(message), "fakecuda: a collective on %p, which is no stream",
-             stream);
-    return fail(status, HVD_ERR_INVALID_ARGUMENT, message);
-  }
-  const int32_t code = fake_stream_synchronize(s, w->timeout_ms, status->message,
-                                               sizeof(status->message));
-  status->code = code;
-  return code;
-}
 
 /* Test hook: HVD_FAKECUDA_DIE_AT="RANK:OP" kills this process (SIGKILL) at
  * the start of collective number OP of its world on world rank RANK, once
@@ -95,18 +103,6 @@ static void die_if_asked(const world* w, long long number) {
   f = fopen(marker, "w");
   if (f != NULL) fclose(f);
   raise(SIGKILL);
-}
-
-/* Starts op `op` on `stream`: counts it, refuses after an abort, waits for
- * the stream's earlier work, numbers it. */
-static int32_t begin_on(world* w, int op, void* stream, long long* number,
-                        hvd_plugin_status* status) {
-  atomic_fetch_add(&calls[op], 1);
-  if (atomic_load(&w->aborted)) return fail(status, HVD_ERR_ABORTED, "fakecuda: aborted");
-  if (ordered_on(w, stream, status) != HVD_OK) return status->code;
-  *number = w->next_op++;
-  die_if_asked(w, *number);
-  return ok(status);
 }
 
 static void key_of(const world* w, char* key, size_t n, long long number, int from, int to) {
@@ -226,14 +222,8 @@ static int32_t exchange(world* w, long long number, const void* in, size_t in_by
 
 /* Every rank's `bytes` of `in`, reduced in rank order (the same result on
  * every rank), into a new buffer *reduced (free it). */
-static int32_t reduce_all(world* w, int op_kind, const void* in, size_t bytes, int32_t dtype,
-                          int32_t op, void* stream, char** reduced, hvd_plugin_status* status) {
-  long long number = 0;
-  if (begin_on(w, op_kind, stream, &number, status) != HVD_OK) return status->code;
-  if (element_size(dtype) == 0) {
-    return fail(status, HVD_ERR_INVALID_ARGUMENT,
-                "fakecuda: this test plugin reduces integers, float32 and float64 only");
-  }
+static int32_t reduce_all(world* w, long long number, const void* in, size_t bytes,
+                          int32_t dtype, int32_t op, char** reduced, hvd_plugin_status* status) {
   int64_t* counts = malloc(sizeof(int64_t) * (size_t)w->size);
   char* all = malloc(bytes * (size_t)w->size + 1);
   for (int r = 0; r < w->size; ++r) counts[r] = (int64_t)bytes;
@@ -249,88 +239,76 @@ static int32_t reduce_all(world* w, int op_kind, const void* in, size_t bytes, i
       return fail(status, HVD_ERR_INTERNAL, "fakecuda: unknown reduce op");
     }
   }
-  *reduced = all;  /* rank 0's slot holds the result */
+  *reduced = all; /* rank 0's slot holds the result */
   return ok(status);
 }
 
-static int32_t allreduce(void* handle, void* data, size_t bytes, int32_t dtype, int32_t op,
-                         void* stream, hvd_plugin_status* status) {
-  fakecuda_note_stream(0, stream);
+/* One collective as a work item of its stream: its arguments, taken at the
+ * call (counts copied), its data read and written when the stream runs it. */
+typedef struct collective {
+  world* w;
+  int kind;
+  long long number;
+  const void* in;
+  size_t in_bytes;
+  void* out; /* allreduce, broadcast: in == out */
+  size_t out_bytes;
+  int32_t dtype;
+  int32_t op;
+  int32_t root;
+  int64_t* counts;  /* allgatherv: per rank; alltoallv, reducescatter: recv */
+  int64_t* sends;   /* alltoallv: send counts */
+} collective;
+
+static int32_t run_allreduce(collective* c, hvd_plugin_status* status) {
   char* reduced = NULL;
-  if (reduce_all(handle, ALLREDUCE, data, bytes, dtype, op, stream, &reduced, status) != HVD_OK) {
+  if (reduce_all(c->w, c->number, c->in, c->in_bytes, c->dtype, c->op, &reduced, status) !=
+      HVD_OK) {
     return status->code;
   }
-  memcpy(data, reduced, bytes);
+  memcpy(c->out, reduced, c->in_bytes);
   free(reduced);
   return ok(status);
 }
 
-static int32_t reducescatter(void* handle, const void* in, size_t in_bytes, void* out,
-                             size_t out_bytes, const int64_t* recv_counts, int32_t ranks,
-                             int32_t dtype, int32_t op, void* stream, hvd_plugin_status* status) {
-  fakecuda_note_stream(0, stream);
-  (void)ranks;
-  world* w = handle;
+static int32_t run_reducescatter(collective* c, hvd_plugin_status* status) {
   char* reduced = NULL;
-  if (reduce_all(w, REDUCESCATTER, in, in_bytes, dtype, op, stream, &reduced, status) != HVD_OK) {
+  if (reduce_all(c->w, c->number, c->in, c->in_bytes, c->dtype, c->op, &reduced, status) !=
+      HVD_OK) {
     return status->code;
   }
   size_t offset = 0;
-  for (int r = 0; r < w->rank; ++r) offset += (size_t)recv_counts[r];
-  memcpy(out, reduced + offset, out_bytes);
+  for (int r = 0; r < c->w->rank; ++r) offset += (size_t)c->counts[r];
+  memcpy(c->out, reduced + offset, c->out_bytes);
   free(reduced);
   return ok(status);
 }
 
-static int32_t allgatherv(void* handle, const void* in, size_t in_bytes, void* out,
-                          size_t out_bytes, const int64_t* counts, int32_t ranks, void* stream,
-                          hvd_plugin_status* status) {
-  (void)out_bytes;
-  (void)ranks;
-  fakecuda_note_stream(0, stream);
-  world* w = handle;
-  long long number = 0;
-  if (begin_on(w, ALLGATHERV, stream, &number, status) != HVD_OK) return status->code;
-  return exchange(w, number, in, in_bytes, out, counts, status);
-}
-
-static int32_t broadcast(void* handle, void* data, size_t bytes, int32_t root, void* stream,
-                         hvd_plugin_status* status) {
-  fakecuda_note_stream(0, stream);
-  world* w = handle;
-  long long number = 0;
-  if (begin_on(w, BROADCAST, stream, &number, status) != HVD_OK) return status->code;
+static int32_t run_broadcast(collective* c, hvd_plugin_status* status) {
+  world* w = c->w;
   if (w->size == 1) return ok(status);
-  if (w->rank == root) return publish(w, number, -1, data, bytes, status);
-  return fetch(w, number, root, -1, data, bytes, status);
+  if (w->rank == c->root) return publish(w, c->number, -1, c->in, c->in_bytes, status);
+  return fetch(w, c->number, c->root, -1, c->out, c->in_bytes, status);
 }
 
-static int32_t alltoallv(void* handle, const void* in, size_t in_bytes, const int64_t* send_counts,
-                         void* out, size_t out_bytes, const int64_t* recv_counts, int32_t ranks,
-                         void* stream, hvd_plugin_status* status) {
-  (void)in_bytes;
-  (void)out_bytes;
-  (void)ranks;
-  fakecuda_note_stream(0, stream);
-  world* w = handle;
-  long long number = 0;
-  if (begin_on(w, ALLTOALLV, stream, &number, status) != HVD_OK) return status->code;
-  const char* from = in;
+static int32_t run_alltoallv(collective* c, hvd_plugin_status* status) {
+  world* w = c->w;
+  const char* from = c->in;
   const char* mine = NULL;
   for (int r = 0; r < w->size; ++r) {
     if (r == w->rank) {
       mine = from;
-    } else if (publish(w, number, r, from, (size_t)send_counts[r], status) != HVD_OK) {
+    } else if (publish(w, c->number, r, from, (size_t)c->sends[r], status) != HVD_OK) {
       return status->code;
     }
-    from += send_counts[r];
+    from += c->sends[r];
   }
-  char* at = out;
+  char* at = c->out;
   for (int r = 0; r < w->size; ++r) {
-    const size_t n = (size_t)recv_counts[r];
+    const size_t n = (size_t)c->counts[r];
     if (r == w->rank) {
       if (n > 0) memcpy(at, mine, n);
-    } else if (fetch(w, number, r, w->rank, at, n, status) != HVD_OK) {
+    } else if (fetch(w, c->number, r, w->rank, at, n, status) != HVD_OK) {
       return status->code;
     }
     at += n;
@@ -338,14 +316,203 @@ static int32_t alltoallv(void* handle, const void* in, size_t in_bytes, const in
   return ok(status);
 }
 
-static int32_t barrier(void* handle, void* stream, hvd_plugin_status* status) {
-  world* w = handle;
-  long long number = 0;
-  if (begin_on(w, BARRIER, stream, &number, status) != HVD_OK) return status->code;
-  int64_t* counts = calloc((size_t)w->size, sizeof(int64_t));
+static int32_t run_barrier(collective* c, hvd_plugin_status* status) {
+  int64_t* counts = calloc((size_t)c->w->size, sizeof(int64_t));
   char none = 0;
-  int32_t code = exchange(w, number, &none, 0, &none, counts, status);
+  const int32_t code = exchange(c->w, c->number, &none, 0, &none, counts, status);
   free(counts);
+  return code;
+}
+
+/* The stream's work item: runs the collective (the store exchange happens
+ * here, on the stream's thread), records a failure as the world's
+ * asynchronous error (the first one stays) and as the stream's. */
+static int run_collective(void* arg, char* error, size_t error_len) {
+  collective* c = arg;
+  world* w = c->w;
+  hvd_plugin_status status = {0};
+  int32_t code = HVD_OK;
+  pthread_mutex_lock(&w->mu);
+  if (w->async_code != HVD_OK) {
+    code = fail(&status, w->async_code, w->async_message); /* failed earlier: runs nothing */
+  }
+  pthread_mutex_unlock(&w->mu);
+  if (code == HVD_OK && atomic_load(&w->aborted)) {
+    code = fail(&status, HVD_ERR_ABORTED, "fakecuda: aborted");
+  }
+  if (code == HVD_OK) {
+    die_if_asked(w, c->number);
+    switch (c->kind) {
+      case ALLREDUCE: code = run_allreduce(c, &status); break;
+      case REDUCESCATTER: code = run_reducescatter(c, &status); break;
+      case ALLGATHERV:
+        code = exchange(w, c->number, c->in, c->in_bytes, c->out, c->counts, &status);
+        break;
+      case BROADCAST: code = run_broadcast(c, &status); break;
+      case ALLTOALLV: code = run_alltoallv(c, &status); break;
+      default: code = run_barrier(c, &status); break;
+    }
+  }
+  pthread_mutex_lock(&w->mu);
+  if (code != HVD_OK && w->async_code == HVD_OK) {
+    w->async_code = code;
+    snprintf(w->async_message, sizeof(w->async_message), "%s (%s number %lld)", status.message,
+             kOpNames[c->kind], c->number);
+  }
+  --w->pending;
+  pthread_cond_broadcast(&w->changed);
+  pthread_mutex_unlock(&w->mu);
+  if (code != HVD_OK) snprintf(error, error_len, "%s", status.message);
+  free(c->counts);
+  free(c->sends);
+  free(c);
+  return code != HVD_OK;
+}
+
+static int64_t* copied(const int64_t* counts, int n) {
+  if (counts == NULL) return NULL;
+  int64_t* copy = malloc(sizeof(int64_t) * (size_t)(n > 0 ? n : 1));
+  if (n > 0) memcpy(copy, counts, sizeof(int64_t) * (size_t)n);
+  return copy;
+}
+
+/* Enqueues `c` (malloc'ed, counts copied) on `stream` after its earlier
+ * work, as NCCL does: counts the call, refuses after an abort or an
+ * earlier failure, numbers it. ABI version 4 returns at once (the result
+ * is there once the stream ran it: an event recorded after it says when);
+ * older versions wait for it, within the world's timeout. */
+static int32_t issue(collective* c, void* stream, hvd_plugin_status* status) {
+  world* w = c->w;
+  atomic_fetch_add(&calls[c->kind], 1);
+  fakecuda_note_stream(0, stream);
+  int32_t code = HVD_OK;
+  fake_stream* s = fake_stream_of(stream);
+  if (s == NULL) {
+    char message[128];
+    snprintf(message, sizeof(message), "fakecuda: a collective on %p, which is no stream",
+             stream);
+    code = fail(status, HVD_ERR_INVALID_ARGUMENT, message);
+  } else if (atomic_load(&w->aborted)) {
+    code = fail(status, HVD_ERR_ABORTED, "fakecuda: aborted");
+  } else {
+    pthread_mutex_lock(&w->mu);
+    if (w->async_code != HVD_OK) code = fail(status, w->async_code, w->async_message);
+    pthread_mutex_unlock(&w->mu);
+  }
+  if (code != HVD_OK) {
+    free(c->counts);
+    free(c->sends);
+    free(c);
+    return code;
+  }
+  pthread_mutex_lock(&w->mu);
+  c->number = w->next_op++;
+  ++w->pending;
+  pthread_mutex_unlock(&w->mu);
+  const fake_range touched[2] = {{c->in, c->in_bytes}, {c->out, c->out_bytes}};
+  fake_stream_enqueue_touching(s, run_collective, c, 0, touched, 2);
+#if FAKECUDA_ABI_VERSION >= 4
+  if (c->kind != BARRIER) return ok(status);
+#endif
+  /* Waits for it (a barrier always: it blocks the host, as NCCL's). */
+  code = fake_stream_synchronize(s, w->timeout_ms, status->message, sizeof(status->message));
+  pthread_mutex_lock(&w->mu);
+  if (w->async_code != HVD_OK) code = fail(status, w->async_code, w->async_message);
+  pthread_mutex_unlock(&w->mu);
+  status->code = code;
+  return code;
+}
+
+static collective* new_collective(void* handle, int kind) {
+  collective* c = calloc(1, sizeof(collective));
+  c->w = handle;
+  c->kind = kind;
+  return c;
+}
+
+static int32_t refuse_type(int32_t dtype, int kind, hvd_plugin_status* status) {
+  atomic_fetch_add(&calls[kind], 1);
+  (void)dtype;
+  return fail(status, HVD_ERR_INVALID_ARGUMENT,
+              "fakecuda: this test plugin reduces integers, float32 and float64 only");
+}
+
+static int32_t allreduce(void* handle, void* data, size_t bytes, int32_t dtype, int32_t op,
+                         void* stream, hvd_plugin_status* status) {
+  if (element_size(dtype) == 0) return refuse_type(dtype, ALLREDUCE, status);
+  collective* c = new_collective(handle, ALLREDUCE);
+  c->in = data;
+  c->in_bytes = bytes;
+  c->out = data;
+  c->out_bytes = bytes;
+  c->dtype = dtype;
+  c->op = op;
+  return issue(c, stream, status);
+}
+
+static int32_t reducescatter(void* handle, const void* in, size_t in_bytes, void* out,
+                             size_t out_bytes, const int64_t* recv_counts, int32_t ranks,
+                             int32_t dtype, int32_t op, void* stream, hvd_plugin_status* status) {
+  if (element_size(dtype) == 0) return refuse_type(dtype, REDUCESCATTER, status);
+  collective* c = new_collective(handle, REDUCESCATTER);
+  c->in = in;
+  c->in_bytes = in_bytes;
+  c->out = out;
+  c->out_bytes = out_bytes;
+  c->dtype = dtype;
+  c->op = op;
+  c->counts = copied(recv_counts, ranks);
+  return issue(c, stream, status);
+}
+
+static int32_t allgatherv(void* handle, const void* in, size_t in_bytes, void* out,
+                          size_t out_bytes, const int64_t* counts, int32_t ranks, void* stream,
+                          hvd_plugin_status* status) {
+  collective* c = new_collective(handle, ALLGATHERV);
+  c->in = in;
+  c->in_bytes = in_bytes;
+  c->out = out;
+  c->out_bytes = out_bytes;
+  c->counts = copied(counts, ranks);
+  return issue(c, stream, status);
+}
+
+static int32_t broadcast(void* handle, void* data, size_t bytes, int32_t root, void* stream,
+                         hvd_plugin_status* status) {
+  collective* c = new_collective(handle, BROADCAST);
+  c->in = data;
+  c->in_bytes = bytes;
+  c->out = data;
+  c->out_bytes = bytes;
+  c->root = root;
+  return issue(c, stream, status);
+}
+
+static int32_t alltoallv(void* handle, const void* in, size_t in_bytes, const int64_t* send_counts,
+                         void* out, size_t out_bytes, const int64_t* recv_counts, int32_t ranks,
+                         void* stream, hvd_plugin_status* status) {
+  collective* c = new_collective(handle, ALLTOALLV);
+  c->in = in;
+  c->in_bytes = in_bytes;
+  c->out = out;
+  c->out_bytes = out_bytes;
+  c->sends = copied(send_counts, ranks);
+  c->counts = copied(recv_counts, ranks);
+  return issue(c, stream, status);
+}
+
+static int32_t barrier(void* handle, void* stream, hvd_plugin_status* status) {
+  return issue(new_collective(handle, BARRIER), stream, status);
+}
+
+/* ABI version 4: the first failure of a collective that ran on its stream
+ * after the call returned. Never blocks. */
+__attribute__((unused)) static int32_t async_error(void* handle, hvd_plugin_status* status) {
+  world* w = handle;
+  pthread_mutex_lock(&w->mu);
+  const int32_t code =
+      w->async_code != HVD_OK ? fail(status, w->async_code, w->async_message) : ok(status);
+  pthread_mutex_unlock(&w->mu);
   return code;
 }
 
@@ -355,7 +522,38 @@ static void abort_world(void* handle, int32_t code, const char* reason) {
   atomic_store(&((world*)handle)->aborted, 1);
 }
 
-static void destroy(void* handle) { free(handle); }
+/* Waits until the world's enqueued collectives ran, at most ms; 1 if so. */
+static int drained(world* w, long long ms) {
+  const long long deadline = now_ms() + ms;
+  pthread_mutex_lock(&w->mu);
+  while (w->pending > 0 && now_ms() < deadline) {
+    pthread_mutex_unlock(&w->mu);
+    struct timespec pause = {0, 5 * 1000000L};
+    nanosleep(&pause, NULL);
+    pthread_mutex_lock(&w->mu);
+  }
+  const int done = w->pending == 0;
+  pthread_mutex_unlock(&w->mu);
+  return done;
+}
+
+/* Collectives may still be enqueued (ABI version 4): wait for them (the
+ * world's timeout), then abort them (they end within a 50 ms slice); a
+ * world whose work never ends is left allocated rather than freed under
+ * its stream. */
+static void destroy(void* handle) {
+  world* w = handle;
+  if (!drained(w, w->timeout_ms)) {
+    atomic_store(&w->aborted, 1);
+    if (!drained(w, 5000)) {
+      fprintf(stderr, "fakecuda: a world destroyed with collectives that never ended\n");
+      return;
+    }
+  }
+  pthread_mutex_destroy(&w->mu);
+  pthread_cond_destroy(&w->changed);
+  free(w);
+}
 
 static int32_t can_run(char* why, size_t why_len) {
   (void)why;
@@ -363,8 +561,8 @@ static int32_t can_run(char* why, size_t why_len) {
   return 1; /* host memory: runs anywhere */
 }
 
-static int32_t create(const hvd_plugin_world* info, void** handle, hvd_plugin_status* status) {
-  atomic_fetch_add(&calls[CREATE], 1);
+static int32_t make_world(const hvd_plugin_world* info, void** handle,
+                          hvd_plugin_status* status) {
   atomic_store(&last_device, info->device);
   if (info->size > 1 && info->store.self == NULL) {
     return fail(status, HVD_ERR_INVALID_ARGUMENT,
@@ -375,42 +573,87 @@ static int32_t create(const hvd_plugin_world* info, void** handle, hvd_plugin_st
   w->size = info->size;
   w->timeout_ms = info->timeout_ms;
   w->store = info->store;
+  pthread_mutex_init(&w->mu, NULL);
+  pthread_cond_init(&w->changed, NULL);
   snprintf(w->prefix, sizeof(w->prefix), "%s", info->key_prefix);
   *handle = w;
   return ok(status);
 }
 
+static int32_t create(const hvd_plugin_world* info, void** handle, hvd_plugin_status* status) {
+  atomic_fetch_add(&calls[CREATE], 1);
+  return make_world(info, handle, status);
+}
+
+/* ABI version 4: the in-place shrink. What it models of ncclCommShrink:
+ * the survivors get a communicator of the new world without a new
+ * bootstrap (no unique id exchanged) and may shrink an aborted one (NCCL's
+ * NCCL_SHRINK_ABORT); the old one stays to be destroyed. Here a world of
+ * the new ranks over the new world's store and key prefix (its op numbers
+ * start again there); the excluded ranks are checked against the old
+ * world. Counted as fakecuda_calls("shrink"). */
+__attribute__((unused)) static int32_t shrink(void* handle, const hvd_plugin_world* info,
+                                              const int32_t* excluded, int32_t n_excluded,
+                                              void** new_handle, hvd_plugin_status* status) {
+  atomic_fetch_add(&calls[SHRINK], 1);
+  const world* old = handle;
+  for (int32_t i = 0; i < n_excluded; ++i) {
+    if (excluded[i] < 0 || excluded[i] >= old->size || excluded[i] == old->rank ||
+        (i > 0 && excluded[i] <= excluded[i - 1])) {
+      return fail(status, HVD_ERR_INVALID_ARGUMENT,
+                  "fakecuda: shrink's excluded ranks are not ascending peers of the world");
+    }
+  }
+  if (info->size != old->size - n_excluded) {
+    return fail(status, HVD_ERR_INVALID_ARGUMENT,
+                "fakecuda: shrink's new world is not the old one less the excluded ranks");
+  }
+  return make_world(info, new_handle, status);
+}
+
+/* Older versions: the same struct, cut at their struct_size (the fields
+ * past it are left NULL and never read). */
 EXPORT const hvd_transport_plugin_t hvd_transport_plugin = {
-#ifdef FAKECUDA_ABI_V1
-    offsetof(hvd_transport_plugin_t, destroy) + sizeof(void (*)(void*)),
-    1,
+#if FAKECUDA_ABI_VERSION == 1
+    .struct_size = offsetof(hvd_transport_plugin_t, destroy) + sizeof(void (*)(void*)),
+    .abi_version = 1,
+#elif FAKECUDA_ABI_VERSION == 3
+    .struct_size = offsetof(hvd_transport_plugin_t, device_stream_wait) + sizeof(void*),
+    .abi_version = 3,
 #else
-    sizeof(hvd_transport_plugin_t),
-    3,
+    .struct_size = sizeof(hvd_transport_plugin_t),
+    .abi_version = 4,
 #endif
-    "fakecuda",
-    HVD_PLUGIN_DEVICE_CUDA,
-    can_run,
-    create,
-    allreduce,
-    allgatherv,
-    broadcast,
-    alltoallv,
-    reducescatter,
-    barrier,
-    abort_world,
-    destroy,
-#ifdef FAKECUDA_ABI_V1
-    NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, /* past its struct_size */
-#else
-    fakecuda_device_open,
-    fakecuda_device_close,
-    fakecuda_device_alloc,
-    fakecuda_device_free,
-    fakecuda_device_copy,
-    fakecuda_device_scale,
-    fakecuda_device_synchronize,
-    fakecuda_device_comm_stream,
-    fakecuda_device_stream_wait,
+    .name = "fakecuda",
+    .device = HVD_PLUGIN_DEVICE_CUDA,
+    .can_run = can_run,
+    .create = create,
+    .allreduce = allreduce,
+    .allgatherv = allgatherv,
+    .broadcast = broadcast,
+    .alltoallv = alltoallv,
+    .reducescatter = reducescatter,
+    .barrier = barrier,
+    .abort = abort_world,
+    .destroy = destroy,
+#if FAKECUDA_ABI_VERSION >= 2
+    .device_open = fakecuda_device_open,
+    .device_close = fakecuda_device_close,
+    .device_alloc = fakecuda_device_alloc,
+    .device_free = fakecuda_device_free,
+    .device_copy = fakecuda_device_copy,
+    .device_scale = fakecuda_device_scale,
+    .device_synchronize = fakecuda_device_synchronize,
+    .device_comm_stream = fakecuda_device_comm_stream,
+    .device_stream_wait = fakecuda_device_stream_wait,
+#endif
+#if FAKECUDA_ABI_VERSION >= 4
+    .async_error = async_error,
+    .device_event_create = fakecuda_device_event_create,
+    .device_event_destroy = fakecuda_device_event_destroy,
+    .device_event_record = fakecuda_device_event_record,
+    .device_event_query = fakecuda_device_event_query,
+    .device_copy_on_device = fakecuda_device_copy_on_device,
+    .shrink = shrink,
 #endif
 };

@@ -20,6 +20,7 @@ typedef struct item {
   fake_work_fn fn;
   void* arg;
   int free_arg;
+  fake_touches* touches; /* cached blocks it reads or writes */
   struct item* next;
 } item;
 
@@ -32,7 +33,7 @@ struct fake_stream {
   long long done;     /* items run */
   int stop;
   int32_t error_code; /* the first failed item's, sticky */
-  char error[256];
+  char error[400];
   pthread_t thread;
 };
 
@@ -76,13 +77,16 @@ static void* stream_main(void* arg) {
     item* it = s->head;
     pthread_mutex_unlock(&s->mu);
     if (delay_us() > 0) usleep((useconds_t)delay_us());
-    char error[256] = {0};
-    const int failed = it->fn(it->arg, error, sizeof(error));
+    char error[400] = {0};
+    int failed = fake_cache_begin(it->touches, error, sizeof(error));
+    if (!failed) failed = it->fn(it->arg, error, sizeof(error));
+    fake_cache_end(it->touches);
     if (it->free_arg) free(it->arg);
     pthread_mutex_lock(&s->mu);
     if (failed && s->error_code == HVD_OK) {
       s->error_code = HVD_ERR_INTERNAL;
       snprintf(s->error, sizeof(s->error), "%s", error);
+      s->error[sizeof(s->error) - 1] = '\0';
     }
     s->head = it->next;
     if (s->head == NULL) s->tail = NULL;
@@ -152,10 +156,16 @@ fake_stream* fake_stream_of(void* handle) {
 }
 
 int fake_stream_enqueue(fake_stream* s, fake_work_fn fn, void* arg, int free_arg) {
+  return fake_stream_enqueue_touching(s, fn, arg, free_arg, NULL, 0);
+}
+
+int fake_stream_enqueue_touching(fake_stream* s, fake_work_fn fn, void* arg, int free_arg,
+                                 const fake_range* ranges, size_t n) {
   item* it = calloc(1, sizeof(item));
   it->fn = fn;
   it->arg = arg;
   it->free_arg = free_arg;
+  it->touches = n > 0 ? fake_cache_note(ranges, n, s) : NULL;
   pthread_mutex_lock(&s->mu);
   if (s->tail != NULL) {
     s->tail->next = it;
@@ -249,6 +259,13 @@ void fake_event_record(fake_event* e, fake_stream* s) {
   fake_stream_enqueue(s, reach, m, 1);
 }
 
+int fake_event_done(fake_event* e) {
+  pthread_mutex_lock(&e->mu);
+  const int done = e->completed >= e->recorded;
+  pthread_mutex_unlock(&e->mu);
+  return done;
+}
+
 void fake_stream_wait_event(fake_stream* waiter, fake_event* e) {
   mark* m = malloc(sizeof(mark));
   pthread_mutex_lock(&e->mu);
@@ -319,5 +336,6 @@ EXPORT int32_t fakecuda_stream_write(void* s, void* dst, const void* src, size_t
   if (stream == NULL) return HVD_ERR_INVALID_ARGUMENT;
   late_write* w = malloc(sizeof(late_write));
   *w = (late_write){dst, src, bytes, delay_us};
-  return fake_stream_enqueue(stream, write_late, w, 1);
+  const fake_range touched[2] = {{dst, bytes}, {src, bytes}};
+  return fake_stream_enqueue_touching(stream, write_late, w, 1, touched, 2);
 }

@@ -10,7 +10,8 @@
  *  - An event completes when the stream it was recorded on reaches it;
  *    fake_stream_wait_event makes another stream wait for that on its own
  *    thread (no host wait).
- *  - A failed item (a timeout waiting for an event) stays set on its stream
+ *  - A failed item (a timeout waiting for an event, a failed collective, a
+ *    cached block reused without an ordering wait) stays set on its stream
  *    and is returned by the next fake_stream_synchronize.
  *  - Streams the tests did not make (fakecuda_stream_create) or the plugin
  *    did not make (a context's communication stream) are refused: a stream
@@ -21,6 +22,8 @@
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "tests/unit/transports/plugins/fake_cuda_cache.h"
 
 typedef struct fake_stream fake_stream;
 typedef struct fake_event fake_event;
@@ -38,6 +41,12 @@ void fake_stream_destroy(fake_stream* s);
 fake_stream* fake_stream_of(void* handle);
 /* Enqueues fn(arg) (then free(arg) when free_arg); returns 0. */
 int fake_stream_enqueue(fake_stream* s, fake_work_fn fn, void* arg, int free_arg);
+/* The same for an item that reads or writes `ranges` (device memory): the
+ * caching allocator model (fake_cuda_cache.h) notes the cached blocks it
+ * touches now and checks, when it starts, that none was reused without an
+ * ordering wait (else the item fails without running). */
+int fake_stream_enqueue_touching(fake_stream* s, fake_work_fn fn, void* arg, int free_arg,
+                                 const fake_range* ranges, size_t n);
 /* Waits until everything enqueued so far ran, at most timeout_ms: 0, or an
  * HVD_ERR_* code with the message in error (the stream's stored error, or a
  * timeout). */
@@ -48,6 +57,9 @@ fake_event* fake_event_create(void);
 void fake_event_destroy(fake_event* e);
 /* The event completes when `s` reaches this point. */
 void fake_event_record(fake_event* e, fake_stream* s);
+/* 1 once the stream reached the event's last record (or it was never
+ * recorded), else 0; never blocks (cudaEventQuery). */
+int fake_event_done(fake_event* e);
 /* `waiter` waits (on its own thread) until `e` completed as recorded now. */
 void fake_stream_wait_event(fake_stream* waiter, fake_event* e);
 /* `waiter` waits for the work enqueued on `s` so far. */

@@ -5,7 +5,10 @@
  *   TEST_PLUGIN_CANNOT_RUN   can_run() says no, with a reason;
  *   TEST_PLUGIN_NO_SYMBOL    the plugin object is not exported.
  * create() puts a key in the store and reads it back when there is one;
- * allreduce with HVD_OP_PRODUCT fails (to test error reporting). */
+ * allreduce with HVD_OP_PRODUCT fails (to test error reporting); one with
+ * HVD_OP_MAX succeeds but leaves an asynchronous error (ABI version 4's
+ * async_error: a failure that shows after the call returned); shrink says
+ * HVD_ERR_UNIMPLEMENTED (a library without it). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +22,7 @@
 
 typedef struct world_of_one {
   int aborted;
+  int async_failed;
 } world_of_one;
 
 
@@ -63,6 +67,7 @@ static int32_t allreduce(void* handle, void* data, size_t bytes, int32_t dtype, 
   /* A refusal before anything ran (as nccl refuses int16): not sticky. */
   if (dtype == HVD_INT16) return fail(status, HVD_ERR_INVALID_ARGUMENT, "no int16 in tests");
   if (op == HVD_OP_PRODUCT) return fail(status, HVD_ERR_UNIMPLEMENTED, "no product in tests");
+  if (op == HVD_OP_MAX) ((world_of_one*)handle)->async_failed = 1;
   return check(handle, status); /* one rank: the sum is the input */
 }
 
@@ -105,6 +110,18 @@ static void abort_world(void* handle, int32_t code, const char* reason) {
 
 static void destroy(void* handle) { free(handle); }
 
+static int32_t async_error(void* handle, hvd_plugin_status* status) {
+  if (((world_of_one*)handle)->async_failed) {
+    return fail(status, HVD_ERR_UNAVAILABLE, "a peer went away after the call");
+  }
+  return ok(status);
+}
+
+static int32_t shrink(void* handle, const hvd_plugin_world* world, const int32_t* excluded,
+                      int32_t n_excluded, void** new_handle, hvd_plugin_status* status) {
+  return fail(status, HVD_ERR_UNIMPLEMENTED, "no shrink in this library");
+}
+
 #ifdef TEST_PLUGIN_NO_SYMBOL
 #define PLUGIN_OBJECT not_the_plugin_symbol
 #else
@@ -128,4 +145,7 @@ __attribute__((visibility("default"))) const hvd_transport_plugin_t PLUGIN_OBJEC
     destroy,
     /* A CPU plugin: no device_* functions (ABI versions 2 and 3). */
     NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+    /* ABI version 4: async_error and shrink; no device_event_* or
+     * device_copy_on_device (a CPU plugin). */
+    async_error, NULL, NULL, NULL, NULL, NULL, shrink,
 };
