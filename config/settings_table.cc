@@ -87,6 +87,10 @@ constexpr std::array kSettings = {
                 SettingType::kCount, "5",
                 "Seconds without a heartbeat from a joined worker (its process stopped, its host "
                 "hung) before hvdrun declares it dead and ends the job naming it (0: never)"},
+    SettingSpec{"heartbeat_hung_multiple", "HVD_HEARTBEAT_HUNG_MULTIPLE", "",
+                SettingType::kPositiveInt, "10",
+                "A worker whose heartbeats are late while its agent sees its process running is "
+                "declared dead only after this many heartbeat timeouts (the hung limit)"},
     SettingSpec{"elastic_timeout", "HVD_ELASTIC_TIMEOUT", "HOROVOD_ELASTIC_TIMEOUT",
                 SettingType::kPositiveInt, "600",
                 "Elastic jobs: seconds the job may have fewer workers than --min-np before it "

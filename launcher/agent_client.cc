@@ -18,7 +18,9 @@ void prepare(grpc::ClientContext& context, const std::string& secret, const char
 
 // The Watch stream of an agent whose host vanishes (power loss, cable
 // pulled) would otherwise wait forever: HTTP/2 pings notice it within about
-// 15 s. hvd's agents permit pings this often (proto/grpc_server.h).
+// 15 s. That also bounds how stale the agent's word "running" may be
+// (launcher/liveness_rule.h). hvd's agents permit pings this often
+// (proto/grpc_server.h).
 std::shared_ptr<grpc::Channel> make_channel(
     const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
   grpc::ChannelArguments args;

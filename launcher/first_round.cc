@@ -1,7 +1,9 @@
 #include "launcher/first_round.h"
 
 #include <algorithm>
+#include <map>
 
+#include "common/scaled_timeout.h"
 #include "daemon/rendezvous/membership.h"
 #include "launcher/agent_targets.h"
 
@@ -13,8 +15,23 @@ RoundView view_of(const daemon::Membership& membership) {
   return view;
 }
 
+namespace {
+
+// The most ranks the plan starts on one host.
+int most_on_one_host(const std::vector<RankSlot>& plan) {
+  std::map<std::string, int> per_host;
+  int most = 0;
+  for (const RankSlot& slot : plan) most = std::max(most, ++per_host[slot.host]);
+  return most;
+}
+
+}  // namespace
+
 FirstRound::FirstRound(std::chrono::seconds timeout, const std::vector<RankSlot>& plan)
-    : timeout_(timeout), plan_(plan), joined_once_(plan.size(), false) {}
+    : timeout_(std::chrono::floor<std::chrono::seconds>(
+          common::scaled_timeout(timeout, most_on_one_host(plan)))),
+      plan_(plan),
+      joined_once_(plan.size(), false) {}
 
 void FirstRound::track(const RoundView& view) {
   if (view.round != 0 || !view.first_join) return;

@@ -36,7 +36,9 @@ class FirstRound {
  public:
   using Clock = std::chrono::steady_clock;
 
-  // `plan`: the ranks launched at the start (outlives this).
+  // `plan`: the ranks launched at the start (outlives this). The wait is
+  // `timeout` scaled with the most ranks on one host (common/scaled_timeout.h:
+  // 30 s + 100 ms per rank), as the workers' own Join waits.
   FirstRound(std::chrono::seconds timeout, const std::vector<RankSlot>& plan);
 
   std::chrono::seconds timeout() const { return timeout_; }

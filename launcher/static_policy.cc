@@ -1,5 +1,7 @@
 #include "launcher/static_policy.h"
 
+#include <cstdio>
+
 #include "daemon/rendezvous/rendezvous_service.h"
 #include "launcher/agent_targets.h"
 #include "launcher/exit_codes.h"
@@ -9,29 +11,42 @@
 namespace hvd::launcher {
 
 StaticPolicy::StaticPolicy(JobSession& session)
-    : session_(session),
-      heartbeat_timeout_(session.options().settings.get_int("heartbeat_timeout_seconds")) {}
+    : session_(session), liveness_(liveness_limits(session.options().settings)) {}
 
 int StaticPolicy::slots() const { return static_cast<int>(session_.plan().size()); }
 
+void StaticPolicy::worker_state(const WorkerStateChanged& change) {
+  liveness_.process_state(change.rank, change.stopped, Clock::now());
+}
+
 void StaticPolicy::tick(Clock::time_point now) {
-  if (heartbeat_timeout_.count() == 0) return;
-  std::vector<int> silent;
-  for (int rank : session_.rendezvous().liveness().silent(heartbeat_timeout_, now)) {
+  if (liveness_.timeout().count() == 0) return;
+  const daemon::Liveness& heartbeats = session_.rendezvous().liveness();
+  std::vector<LivenessRule::Late> late;
+  for (int rank : heartbeats.silent(liveness_.timeout(), now)) {
     // An exited worker stops beating too; its exit event tells the story.
-    if (!session_.exits().has_exited(rank)) silent.push_back(rank);
+    if (session_.exits().has_exited(rank)) continue;
+    if (auto quiet = heartbeats.quiet_for(rank, now)) late.push_back({rank, *quiet});
   }
-  if (silent.empty()) return;
-  std::string who;
-  for (int rank : silent) {
-    who += (who.empty() ? "" : ", ") + std::string("rank ") + std::to_string(rank) + " on host " +
-           session_.plan()[static_cast<size_t>(rank)].host;
+  std::string dead;
+  std::vector<std::pair<std::string, LivenessRule::Finding>> warnings;
+  for (LivenessRule::Finding& f : liveness_.review(late, now)) {
+    std::string who = "rank " + std::to_string(f.process) + " on host " +
+                      session_.plan()[static_cast<size_t>(f.process)].host;
+    if (!f.dead) {
+      warnings.emplace_back(std::move(who), std::move(f));
+    } else {
+      dead += (dead.empty() ? "" : "; ") + who + " stopped responding: " + f.text;
+    }
   }
+  for (const std::string& line : LivenessRule::warning_lines(warnings)) {
+    std::fprintf(stderr, "hvdrun: warning: %s\n", line.c_str());
+  }
+  std::fflush(stderr);
+  if (dead.empty()) return;
   session_.end_job(exit_code::kWorkerUnresponsive,
-                   who + " stopped responding: no heartbeat for " +
-                       std::to_string(heartbeat_timeout_.count()) +
-                       " s (the process is stopped or its host hangs or is unreachable; "
-                       "HVD_HEARTBEAT_TIMEOUT_SECONDS); terminating the job");
+                   dead + "; HVD_HEARTBEAT_TIMEOUT_SECONDS=" +
+                       std::to_string(liveness_.timeout().count()) + "; terminating the job");
 }
 
 bool StaticPolicy::succeeded() const {

@@ -2,14 +2,16 @@
 // from start to end. The job succeeds when every worker exited with 0; the
 // first failure (job_exits.h: the one that decides among those that settle),
 // a worker whose own Join timed out (the start timeout), an agent lost
-// while its ranks run, or a joined worker that sent no heartbeat for the
-// heartbeat timeout (its process stopped, its host hung;
-// daemon/rendezvous/liveness.h) ends it, named.
+// while its ranks run, or a joined worker that LivenessRule declares dead
+// (late heartbeats while its process is stopped, or past the hung limit;
+// launcher/liveness_rule.h) ends it, named. A late worker whose process
+// runs is a warning.
 #pragma once
 
 #include <chrono>
 
 #include "launcher/job_policy.h"
+#include "launcher/liveness_rule.h"
 
 namespace hvd::launcher {
 
@@ -26,10 +28,11 @@ class StaticPolicy final : public JobPolicy {
   void agent_lost(size_t agent, const std::vector<int>& running,
                   const common::Status& why) override;
   std::vector<int> running_on(size_t agent) const override;
+  void worker_state(const WorkerStateChanged& change) override;
 
  private:
   JobSession& session_;
-  const std::chrono::seconds heartbeat_timeout_;  // 0: liveness not checked
+  LivenessRule liveness_;  // timeout 0: liveness not checked
 };
 
 }  // namespace hvd::launcher

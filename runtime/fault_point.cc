@@ -46,10 +46,18 @@ common::Result<FaultPoints> FaultPoints::parse(std::string_view spec) {
     Fault fault;
     fault.point = std::string(fields[0]);
     fault.action = std::string(fields[1]);
-    if (fault.point != "joined" && fault.point != "keys" && fault.point != "connected") {
-      return bad(fields[0], "is not a fault point (joined, keys, connected)");
+    if (fault.point != "joined" && fault.point != "keys" && fault.point != "connected" &&
+        fault.point != "heartbeat") {
+      return bad(fields[0], "is not a fault point (joined, keys, connected, heartbeat)");
     }
-    if (fault.action != "kill" && fault.action != "stop" && fault.action != "exit") {
+    int64_t pause = 0;
+    if (fault.point == "heartbeat") {
+      if (fault.action.rfind("pause=", 0) != 0 ||
+          !parse_int(std::string_view(fault.action).substr(6), pause) || pause <= 0) {
+        return bad(fields[1], "is not the heartbeat's action (pause=S, S > 0 seconds)");
+      }
+      fault.pause = static_cast<int>(pause);
+    } else if (fault.action != "kill" && fault.action != "stop" && fault.action != "exit") {
       return bad(fields[1], "is not a fault action (kill, stop, exit)");
     }
     for (size_t i = 2; i < fields.size(); ++i) {
@@ -71,10 +79,20 @@ common::Result<FaultPoints> FaultPoints::parse(std::string_view spec) {
   return points;
 }
 
+int FaultPoints::heartbeat_pause(int64_t round, int slot) const {
+  for (const Fault& f : faults_) {
+    if (f.point == "heartbeat" && (f.round < 0 || f.round == round) &&
+        (f.slot < 0 || f.slot == slot)) {
+      return f.pause;
+    }
+  }
+  return 0;
+}
+
 void FaultPoints::reach(std::string_view point, int64_t round, int slot,
                         std::string_view key) const {
   for (const Fault& f : faults_) {
-    if (f.point != point || (f.round >= 0 && f.round != round) || (f.slot >= 0 && f.slot != slot) ||
+    if (f.point != point || f.point == "heartbeat" || (f.round >= 0 && f.round != round) || (f.slot >= 0 && f.slot != slot) ||
         (!f.key.empty() && !key.ends_with(f.key))) {
       continue;
     }

@@ -16,7 +16,10 @@
 // Points: "joined" (the round's Join returned; no key of this worker's is
 // written yet), "keys" (a transport of this worker wrote a key, its address
 // say, and has not connected yet: runtime/fault_store.h), "connected" (the
-// round's CPU transport is up; the engine is not started).
+// round's CPU transport is up; the engine is not started), "heartbeat"
+// (the heartbeat thread started; action pause=S only: that thread alone
+// sleeps S seconds after its first beat while the process runs on, a
+// CPU-starved worker as hvdrun sees it: tests/integration/test_liveness.py).
 #pragma once
 
 #include <cstdint>
@@ -37,6 +40,10 @@ class FaultPoints {
   // the point "keys"), if any.
   void reach(std::string_view point, int64_t round, int slot, std::string_view key = {}) const;
 
+  // Seconds the heartbeat thread pauses after its first beat in `round` on
+  // `slot` ("heartbeat:pause=S"); 0 when none.
+  int heartbeat_pause(int64_t round, int slot) const;
+
   bool empty() const { return faults_.empty(); }
 
  private:
@@ -46,6 +53,7 @@ class FaultPoints {
     int64_t round = -1;  // -1: any
     int slot = -1;       // -1: any
     std::string key;     // empty: any
+    int pause = 0;       // point "heartbeat": seconds
   };
   std::vector<Fault> faults_;
 };

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "common/logging.h"
+#include "common/scaled_timeout.h"
 #include "daemon/rendezvous/round_keys.h"
 #include "runtime/discovery/slurm_node_address.h"
 #include "runtime/engine/agreement.h"
@@ -164,7 +165,9 @@ std::shared_ptr<engine::SetEngine> Runtime::make_engine(
 
 Status Runtime::join() {
   const auto start_timeout = seconds_setting(settings_, "start_timeout");
-  auto join_timeout = start_timeout;
+  // hvdrun's first round waits as long (launcher/first_round.h): the ranks
+  // of a host start one after another (common/scaled_timeout.h).
+  std::chrono::milliseconds join_timeout = common::scaled_timeout(start_timeout, world_.local_size);
   if (world_.foreign()) {
     auto job = ForeignJob::start(world_);
     if (!job.is_ok()) return job.status();
@@ -227,6 +230,9 @@ Status Runtime::join_round(std::chrono::milliseconds timeout) {
     if (settings_.get_int("metrics_port") > 0) stats = [this] { return rank_stats(sets_.all()); };
     heartbeat_ = std::make_unique<Heartbeat>(*rendezvous_, slot_, round_,
                                              Heartbeat::interval_for(liveness), std::move(stats));
+    if (int pause = faults_.heartbeat_pause(round_, slot_); pause > 0) {
+      heartbeat_->pause_once(std::chrono::seconds(pause));
+    }
   }
   return Status::ok();
 }

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <unordered_set>
 
 #include "daemon/rendezvous/round_layout.h"
 
@@ -36,27 +37,26 @@ bool ElasticRounds::ready_locked() const {
 }
 
 std::vector<int> ElasticRounds::missing_locked() const {
+  // One pass over the joiners, then a lookup per slot: O(N), not O(N^2)
+  // (it runs at every join; issue 31).
+  std::unordered_set<int> joined;
+  joined.reserve(joining_.size());
+  for (const Joiner& j : joining_) joined.insert(j.slot);
   std::vector<int> missing;
   const auto now = Clock::now();
-  for (const auto& [expected_slot, until] : expected_) {
-    if (now >= until) continue;
-    const int slot = expected_slot;  // a copy: clang 14 cannot capture a structured binding
-    bool joined = std::any_of(joining_.begin(), joining_.end(),
-                              [&](const Joiner& j) { return j.slot == slot; });
-    if (!joined) missing.push_back(slot);
+  for (const auto& [slot, until] : expected_) {
+    if (now < until && joined.count(slot) == 0) missing.push_back(slot);
   }
   for (int slot : members_) {
-    if (lost_.count(slot) != 0) continue;
-    bool joined = std::any_of(joining_.begin(), joining_.end(),
-                              [&](const Joiner& j) { return j.slot == slot; });
-    if (!joined) missing.push_back(slot);
+    if (lost_.count(slot) == 0 && joined.count(slot) == 0) missing.push_back(slot);
   }
   return missing;
 }
 
 void ElasticRounds::form_locked() {
   std::vector<Joiner> order = joining_;
-  auto member = [&](const Joiner& j) { return j.prev_rank >= 0 && member_locked(j.slot); };
+  const std::unordered_set<int> members(members_.begin(), members_.end());
+  auto member = [&](const Joiner& j) { return j.prev_rank >= 0 && members.count(j.slot) != 0; };
   std::stable_sort(order.begin(), order.end(), [&](const Joiner& a, const Joiner& b) {
     const bool ma = member(a), mb = member(b);
     if (ma != mb) return ma;  // the members first, the oldest worker rank 0
@@ -90,7 +90,7 @@ void ElasticRounds::form_locked() {
   }
   lost_.clear();
   const auto now = Clock::now();
-  std::erase_if(expected_, [&](const auto& e) { return now >= e.second || member_locked(e.first); });
+  std::erase_if(expected_, [&](const auto& e) { return now >= e.second || worlds_.count(e.first) != 0; });
   joining_.clear();
   spdlog::info("rendezvous: elastic round {} formed with {} worker(s)", round_, n);
   changed_.notify_all();
@@ -154,7 +154,11 @@ common::Result<JoinResult> ElasticRounds::join(int slot, int prev_rank, const st
     }
     changed_.wait_until(lock, until);
     // An expected worker's grace may have ended: the round forms without it.
-    if (round_ < target && !joining_.empty() && ready_locked()) form_locked();
+    // (Only then: joins and losses form the round themselves, and a check
+    // at every waiter's wake-up would cost O(N) per wake-up.)
+    if (round_ < target && !expected_.empty() && !joining_.empty() && ready_locked()) {
+      form_locked();
+    }
   }
   return worlds_.at(slot);
 }

@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "common/logging.h"
 
@@ -47,7 +48,18 @@ void Heartbeat::run() {
     lock.lock();
     wake_.wait_for(lock, interval_, [&] { return stopping_ || beat_now_; });
     wake_.wait_until(lock, sent + kCommitSpacing, [&] { return stopping_; });
+    if (pause_.count() > 0) {
+      const auto pause = std::exchange(pause_, std::chrono::milliseconds(0));
+      spdlog::warn("HVD_TEST_FAULT: the heartbeat of rank {} pauses for {} ms", rank_,
+                   pause.count());
+      wake_.wait_for(lock, pause, [&] { return stopping_; });
+    }
   }
+}
+
+void Heartbeat::pause_once(std::chrono::milliseconds pause) {
+  std::lock_guard lock(mu_);
+  pause_ = pause;
 }
 
 void Heartbeat::held(HeldCommit commit) {

@@ -47,6 +47,10 @@ class Heartbeat {
   // round restarted from once there is one. Never blocks on the service.
   void held(HeldCommit commit);
 
+  // Tests only (HVD_TEST_FAULT heartbeat:pause=S, runtime/fault_point.h):
+  // the thread sends no beat for `pause` once, from its next beat on, while
+  // the process runs on: a CPU-starved worker as hvdrun sees it.
+  void pause_once(std::chrono::milliseconds pause);
   // The interval for a liveness timeout: ten beats per timeout, at least
   // every half second and at most ten times a second.
   static std::chrono::milliseconds interval_for(std::chrono::milliseconds timeout);
@@ -64,6 +68,7 @@ class Heartbeat {
   std::condition_variable wake_;
   bool stopping_ = false;
   CommitReport commits_;  // what beats carry
+  std::chrono::milliseconds pause_{0};  // pause_once()
   bool beat_now_ = false;             // held() since the last beat
   std::thread thread_;  // last: starts after everything above exists
 };

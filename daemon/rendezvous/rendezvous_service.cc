@@ -32,8 +32,11 @@ const std::map<std::string, int> kRendezvousLimits = {
     {"Join", 8 << 10},     {"Set", 16 << 20},    {"Get", kKeysRequestBytes},
     {"Add", 8 << 10},      {"Check", kKeysRequestBytes}, {"Delete", 8 << 10},
     {"Heartbeat", 4 << 10}, {"Watch", 1 << 10},  {"AwaitPromotion", 8 << 10}};
-// How often a Watch stream with nothing to write checks for cancellation.
-constexpr milliseconds kCancelPoll{100};
+// How often a Watch stream with nothing to write checks for cancellation
+// (a watcher gone is noticed within it; close() ends the streams at once).
+// Every elastic worker holds a stream, each a server thread that wakes this
+// often: at 100 ms, 4096 streams alone took most of a core (issue 31).
+constexpr milliseconds kCancelPoll{1'000};
 // How long a forming round waits for a promoted spare that was waiting (it
 // joins within milliseconds; on a loaded host it may take longer, and then
 // joins the round after).

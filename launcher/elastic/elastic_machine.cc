@@ -314,7 +314,7 @@ Actions ElasticMachine::hosts_discovered(const std::vector<HostSlots>& list,
   return out;
 }
 
-Actions ElasticMachine::worker_silent(int slot, std::chrono::seconds quiet,
+Actions ElasticMachine::worker_silent(int slot, const std::string& why,
                                       Clock::time_point /*now*/) {
   Actions out;
   if (slot < 0 || static_cast<size_t>(slot) >= workers_.size()) return out;
@@ -323,8 +323,7 @@ Actions ElasticMachine::worker_silent(int slot, std::chrono::seconds quiet,
   out.push_back(SlotLost{slot});
   out.push_back(StopWorker{slot});
   out.push_back(Say{"rank " + std::to_string(slot) + " on host " + w.host +
-                    " stopped responding: no heartbeat for " + std::to_string(quiet.count()) +
-                    " s; killing it to replace it"});
+                    " stopped responding: " + why + "; killing it to replace it"});
   return out;
 }
 

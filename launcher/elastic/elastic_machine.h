@@ -143,8 +143,9 @@ class ElasticMachine {
   // for worker_exited).
   Actions spare_exited(int spare, bool failed, int code, const std::string& what,
                        Clock::time_point now);
-  // A joined worker sent no heartbeat for the heartbeat timeout.
-  Actions worker_silent(int slot, std::chrono::seconds quiet, Clock::time_point now);
+  // A joined worker is dead by the liveness rule (launcher/liveness_rule.h):
+  // `why` says so ("no heartbeat for 5.4 s (its process is stopped)").
+  Actions worker_silent(int slot, const std::string& why, Clock::time_point now);
   // The worker of `slot` is in a round now.
   void worker_joined(int slot);
   // The starting worker of `slot` reached the rendezvous (its Join came).

@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <map>
 #include <cstdio>
 
 #include "common/logging.h"
@@ -33,6 +34,7 @@ int code_of(const WorkerExited& exit) {
 ElasticPolicy::ElasticPolicy(JobSession& session)
     : session_(session),
       heartbeat_timeout_(session.options().settings.get_int("heartbeat_timeout_seconds")),
+      liveness_(liveness_limits(session.options().settings)),
       hosts_(session) {}
 
 ElasticPolicy::~ElasticPolicy() = default;
@@ -92,6 +94,8 @@ int ElasticPolicy::output_rank(int process) const {
 }
 
 void ElasticPolicy::worker_exited(const WorkerExited& exit) {
+  liveness_.forget(exit.rank);
+  liveness_.forget(machine_->process_of(exit.rank));
   carry_out(machine_->worker_exited(exit.rank, failed(exit), code_of(exit),
                                     session_.describe_exit(exit), Clock::now()));
 }
@@ -99,10 +103,12 @@ void ElasticPolicy::worker_exited(const WorkerExited& exit) {
 void ElasticPolicy::worker_state(const WorkerStateChanged& change) {
   spdlog::debug("process {} (pid {}) is {}", change.rank, change.pid,
                 change.stopped ? "stopped" : "running again");
+  liveness_.process_state(change.rank, change.stopped, Clock::now());
   if (machine_) machine_->process_state(change.rank, change.stopped, Clock::now());
 }
 
 bool ElasticPolicy::take_spare_exit(WorkerExited& exit) {
+  liveness_.forget(exit.rank);
   if (!is_spare(exit.rank)) return false;
   // A promoted spare is the worker of its slot now.
   if (const int slot = machine_->slot_of_process(exit.rank); slot >= 0) {
@@ -172,11 +178,7 @@ void ElasticPolicy::tick(Clock::time_point now) {
   }
   if (joined) carry_out(machine_->round_formed(0, 0));
   for (int spare : rendezvous.waiting_spares()) machine_->spare_ready(spare);
-  if (heartbeat_timeout_.count() > 0) {
-    for (int slot : rendezvous.liveness().silent(heartbeat_timeout_, now)) {
-      carry_out(machine_->worker_silent(slot, heartbeat_timeout_, now));
-    }
-  }
+  if (heartbeat_timeout_.count() > 0) late_workers(now);
   if (auto forming = rendezvous.forming()) {
     carry_out(machine_->round_waiting(forming->round, forming->since, forming->joined,
                                       forming->missing, now));
@@ -191,6 +193,35 @@ void ElasticPolicy::tick(Clock::time_point now) {
     std::fflush(stderr);
   }
   carry_out(machine_->tick(now));
+}
+
+void ElasticPolicy::late_workers(Clock::time_point now) {
+  const daemon::Liveness& heartbeats = session_.rendezvous().liveness();
+  // The rule knows processes (the agent's view); heartbeats know slots.
+  std::map<int, int> slot_of;
+  std::vector<LivenessRule::Late> late;
+  for (int slot : heartbeats.silent(heartbeat_timeout_, now)) {
+    const auto quiet = heartbeats.quiet_for(slot, now);
+    const int process = machine_->process_of(slot);
+    if (!quiet || process < 0) continue;
+    slot_of[process] = slot;
+    late.push_back({process, *quiet});
+  }
+  std::vector<std::pair<std::string, LivenessRule::Finding>> warnings;
+  for (LivenessRule::Finding& f : liveness_.review(late, now)) {
+    const int slot = slot_of[f.process];
+    if (f.dead) {
+      carry_out(machine_->worker_silent(slot, f.text, now));
+      liveness_.forget(f.process);
+    } else {
+      warnings.emplace_back("rank " + std::to_string(slot) + " on host " + machine_->host_of(slot),
+                            std::move(f));
+    }
+  }
+  for (const std::string& line : LivenessRule::warning_lines(warnings)) {
+    std::fprintf(stderr, "hvdrun: warning: %s\n", line.c_str());
+  }
+  std::fflush(stderr);
 }
 
 common::Status ElasticPolicy::start_worker(const StartWorker& start) {

@@ -18,6 +18,7 @@
 #include "launcher/elastic/host_launcher.h"
 #include "launcher/elastic/state_loss.h"
 #include "launcher/job_policy.h"
+#include "launcher/liveness_rule.h"
 
 namespace hvd::launcher {
 class JobSession;
@@ -37,8 +38,9 @@ class ElasticPolicy final : public JobPolicy {
   void add_env(Environment& env) const override;
   // The machine and the discovery poller start.
   void launched(const std::vector<std::string>& bind_addresses) override;
-  // Joins (a worker's Join returned), spares waiting in hvd.init(), silent
-  // workers, then the machine's clock.
+  // Joins (a worker's Join returned), spares waiting in hvd.init(), late
+  // workers (LivenessRule: dead ones are replaced, running ones warned of),
+  // then the machine's clock.
   void tick(Clock::time_point now) override;
   bool succeeded() const override { return false; }  // the machine ends the job
   bool take_spare_exit(WorkerExited& exit) override;
@@ -61,6 +63,8 @@ class ElasticPolicy final : public JobPolicy {
 
  private:
   void carry_out(Actions actions);
+  // Silent members judged by liveness_: replaced when dead, else warned of.
+  void late_workers(Clock::time_point now);
   common::Status start_worker(const StartWorker& start);
   common::Status start_spare(const StartSpare& start);
   void stop_worker(const StopWorker& stop);
@@ -69,6 +73,7 @@ class ElasticPolicy final : public JobPolicy {
 
   JobSession& session_;
   const std::chrono::seconds heartbeat_timeout_;  // 0: liveness not checked
+  LivenessRule liveness_;                         // late members: warned or dead
   std::unique_ptr<ElasticMachine> machine_;       // from launched() on
   std::unique_ptr<DiscoveryPoller> poller_;
   HostLauncher hosts_;

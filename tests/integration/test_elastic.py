@@ -155,8 +155,8 @@ def test_stopped_worker_is_killed_and_replaced(hvdrun, tmp_path):
     # it and replaces it instead of ending the job.
     r = train(hvdrun, tmp_path, 2, 4, how="stop")
     check_run(r)
-    assert ("hvdrun: rank 2 on host localhost stopped responding: no heartbeat for 2 s; "
-            "killing it to replace it") in r.stderr, r.stderr
+    assert ("hvdrun: rank 2 on host localhost stopped responding: no heartbeat for 2 s (its "
+            "process is stopped, state T); killing it to replace it") in r.stderr, r.stderr
     assert "rank 2 on host localhost was killed by signal 9 (SIGKILL); started a replacement" \
         in r.stderr, r.stderr
 

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "common/scaled_timeout.h"
 #include "transports/shm/futex.h"
 #include "transports/transport_base.h"
 
@@ -156,7 +157,7 @@ common::Result<Segment> create_or_attach(const TransportContext& c, Sharing shar
     }
     return segment;
   }
-  auto value = c.store->get({key}, c.timeout);
+  auto value = c.store->get({key}, common::scaled_timeout(c.timeout, c.size));
   if (!value.is_ok()) {
     return value.status().with_context("shm transport: " + where(c.rank, c.size) +
                                        " waiting for rank 0's segment");
@@ -201,7 +202,8 @@ common::Result<Segment> join_segment(const TransportContext& c, size_t staging_b
   bell.fetch_add(1, std::memory_order_seq_cst);
   futex_wake_all(&header.bell);
 
-  auto deadline = Clock::now() + c.timeout;
+  const std::chrono::milliseconds timeout = common::scaled_timeout(c.timeout, c.size);
+  auto deadline = Clock::now() + timeout;
   while (true) {
     uint32_t seen = bell.load(std::memory_order_seq_cst);
     if (attached.load(std::memory_order_seq_cst) > everyone) break;
@@ -220,7 +222,7 @@ common::Result<Segment> join_segment(const TransportContext& c, size_t staging_b
         }
       }
       return common::timeout_error("shm transport: " + where(c.rank, c.size) + " timed out after " +
-                                   std::to_string(c.timeout.count()) +
+                                   std::to_string(timeout.count()) +
                                    " ms waiting for ranks " + missing + " to attach to " +
                                    (name.empty() ? "rank 0's segment" : name));
     }

@@ -16,8 +16,11 @@
 //     last to attach shm_unlink()s a POSIX name (then counts once more, so
 //     that every rank returns with the name gone; a rank that times out
 //     waiting for the others removes it as well);
-//  4. every rank waits until all are attached (context.timeout); rank 0 then
-//     closes the anonymous segment's descriptor.
+//  4. every rank waits until all are attached; rank 0 then closes the
+//     anonymous segment's descriptor.
+// Waits (for rank 0's segment, for the others to attach) last
+// common::scaled_timeout(context.timeout, context.size): the ranks of one
+// host start one after another (common/scaled_timeout.h).
 // A world of one needs no store.
 #pragma once
 

@@ -387,6 +387,7 @@ def routed(rank, size, library):
 
     stream_contract(fake, rank, size)
     stream_ordered(fake, rank, size)
+    python_handles(fake, rank, size)
 
     every_op(rank, size, "again")
 
@@ -524,6 +525,55 @@ def stream_ordered(fake, rank, size):
     assert dev("classified") == 0, ("the ops' tensors were classified entry by entry",
                                     dev("classified"))
     fake.fakecuda_cached_free(a.ctypes.data, stream)
+    fake.fakecuda_stream_destroy(stream)
+
+
+def python_handles(fake, rank, size):
+    """hvd's Python collectives over a framework whose arrays are fakecuda
+    device memory (device = rank) from its caching allocator on stream S:
+    a handle's wait returns once the op is launched, ordered on S (no host
+    wait for the device); the op's buffers and engine handles stay held
+    (hvd._handles._on_device) until the device is done, then go; outputs
+    are copied on S with no unordered reuse."""
+    from hvd import _handles
+    from hvd._collectives.ops import Collectives
+    from hvd._numpy_framework import NumpyFramework
+    from hvd.common import Sum
+
+    stream = fake.fakecuda_stream_create()
+
+    class FakeCudaArrays(NumpyFramework):
+        def info(self, a):
+            return a.ctypes.data, a.shape, TYPES[a.dtype.type], rank
+
+        def stream(self, a):
+            return stream
+
+        def empty(self, shape, like):
+            n = int(np.prod(shape))
+            return cached_array(fake, stream, max(n, 1), like.dtype)[:n].reshape(shape)
+
+    ops = Collectives(FakeCudaArrays())
+    total = size * (size + 1) / 2
+    held_while_running = 0
+    for step in range(10):
+        a = np.full(64, rank + 1 + step, np.float32)
+        h = ops.allreduce_async_(a, op=Sum, name="py.ordered")
+        result = h.wait()
+        held_while_running += sum(1 for ids, _ in _handles._on_device if h.ids == ids)
+        assert fake.fakecuda_stream_synchronize(stream) == C.OK
+        assert result is a and (a == total + size * step).all(), (step, a[:4])
+    gathered = ops.allgather(np.full((rank + 1, 3), rank, np.float32), name="py.gather")
+    assert fake.fakecuda_stream_synchronize(stream) == C.OK
+    want = np.concatenate([np.full((r + 1, 3), r, np.float32) for r in range(size)])
+    assert (gathered == want).all(), gathered
+    assert held_while_running >= 1, "no op was held while it still ran on the device"
+    deadline = time.monotonic() + WAIT_S
+    while _handles._on_device:
+        assert time.monotonic() < deadline, "device ops never released"
+        time.sleep(0.01)
+        _handles.release_done_device_ops()
+    assert fake.fakecuda_violations() == 0
     fake.fakecuda_stream_destroy(stream)
 
 

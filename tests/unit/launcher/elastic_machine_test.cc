@@ -352,10 +352,10 @@ TEST_CASE("elastic machine: the job is done when its members have finished", "[e
 TEST_CASE("elastic machine: a silent worker is killed and replaced", "[elastic]") {
   ElasticMachine m = machine({1, 2, 10, 600s}, {{"h1", 2}}, {"h1", "h1"});
   form_round(m);
-  CHECK(render(m.worker_silent(1, 2s, t0)) ==
+  CHECK(render(m.worker_silent(1, "no heartbeat for 2 s (its process is stopped, state T)", t0)) ==
         Strings{"lost 1", "stop 1",
-                "say rank 1 on host h1 stopped responding: no heartbeat for 2 s; killing it to "
-                "replace it"});
+                "say rank 1 on host h1 stopped responding: no heartbeat for 2 s (its process is "
+                "stopped, state T); killing it to replace it"});
   CHECK(m.resets() == 0);
   // Its SIGKILL exit is the failure that replaces it.
   CHECK(render(m.worker_exited(1, true, 137, killed(1, "h1"), t0 + 1s)) ==
@@ -363,7 +363,7 @@ TEST_CASE("elastic machine: a silent worker is killed and replaced", "[elastic]"
                 "say rank 1 on host h1 was killed by signal 9 (SIGKILL); started a replacement "
                 "(reset 1 of 10)"});
   CHECK(m.resets() == 1);
-  CHECK(m.worker_silent(7, 2s, t0).empty());  // not a slot of the job
+  CHECK(m.worker_silent(7, "late", t0).empty());  // not a slot of the job
 }
 
 TEST_CASE("elastic machine: a worker that cannot start moves to another host", "[elastic]") {

@@ -127,3 +127,11 @@ TEST_CASE("first round: progress lines, and the ranks that never joined once it 
   view.round = 1;
   CHECK(round.overdue(view, t0 + 1h, 0ms).empty());
 }
+
+TEST_CASE("first round: its timeout grows with the most ranks on one host") {
+  std::vector<RankSlot> plan;
+  for (int r = 0; r < 1024; ++r) plan.push_back({.rank = r, .size = 1024, .host = "h1"});
+  CHECK(FirstRound(30s, plan).timeout() == 132s);  // 30 s + 100 ms x 1024
+  for (int r = 0; r < 1024; ++r) plan[static_cast<size_t>(r)].host = "h" + std::to_string(r % 16);
+  CHECK(FirstRound(30s, plan).timeout() == 36s);  // 64 a host: 36.4 s
+}

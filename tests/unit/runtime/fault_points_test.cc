@@ -18,6 +18,16 @@ TEST_CASE("HVD_TEST_FAULT: points, actions and filters parse", "[runtime][fault_
   }
 }
 
+TEST_CASE("HVD_TEST_FAULT: heartbeat:pause=S pauses one slot's heartbeat", "[runtime][fault_point]") {
+  auto parsed = FaultPoints::parse("heartbeat:pause=7:slot=2,joined:kill:slot=9");
+  REQUIRE(parsed.is_ok());
+  CHECK(parsed.value().heartbeat_pause(0, 2) == 7);
+  CHECK(parsed.value().heartbeat_pause(3, 2) == 7);
+  CHECK(parsed.value().heartbeat_pause(0, 1) == 0);
+  parsed.value().reach("heartbeat", 0, 2);  // no action of its own at reach()
+  CHECK(FaultPoints::parse("joined:kill").value().heartbeat_pause(0, 0) == 0);
+}
+
 TEST_CASE("HVD_TEST_FAULT: a malformed value names its bad token", "[runtime][fault_point]") {
   struct Case {
     const char* spec;
@@ -25,7 +35,9 @@ TEST_CASE("HVD_TEST_FAULT: a malformed value names its bad token", "[runtime][fa
   };
   for (const Case& c : {
            Case{"joined", "'joined' is not <point>:<action>[:round=N][:slot=S][:key=K]"},
-           Case{"started:kill", "'started' is not a fault point (joined, keys, connected)"},
+           Case{"started:kill", "'started' is not a fault point (joined, keys, connected, heartbeat)"},
+           Case{"heartbeat:kill", "'kill' is not the heartbeat's action (pause=S, S > 0 seconds)"},
+           Case{"heartbeat:pause=0", "'pause=0' is not the heartbeat's action (pause=S, S > 0 seconds)"},
            Case{"joined:hang", "'hang' is not a fault action (kill, stop, exit)"},
            Case{"joined:kill:key=cpu/3", "'key=cpu/3' is not round=N or slot=S"},
            Case{"keys:kill:key=", "'key=' is not round=N, slot=S or key=K"},
