@@ -1,7 +1,7 @@
 // The membership barrier of one job: every rank joins, and join() returns
 // when all `size` ranks of the current round have joined (or the deadline
 // passes), with the world of the round: the layout (local and cross ranks)
-// is computed once every rank has reported where it sits. Once an round is complete, a join from a rank that already joined
+// is computed once every rank has reported where it sits. Once a round is complete, a join from a rank that already joined
 // it opens the next round (a worker that called shutdown() then init()); the
 // barrier then waits for every rank again.
 #pragma once
@@ -32,7 +32,7 @@ class Membership {
   // where it sits on it (its local rank and size; its cross rank is the
   // round's to compute).
   // Errors: kInvalidArgument (rank out of range, size differs from the job's),
-  // kAlreadyExists (rank joined twice in an round that is not complete),
+  // kAlreadyExists (rank joined twice in a round that is not complete),
   // kTimeout naming the ranks still missing, kCancelled after close().
   // A join that fails after it was counted (timeout, cancel) is withdrawn, so
   // the rank can join again.

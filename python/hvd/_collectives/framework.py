@@ -3,7 +3,7 @@
 hvd's collectives (hvd._collectives.ops) are written once, over this
 protocol; hvd.torch implements it for torch tensors
 (hvd.torch._framework.TorchFramework), hvd.numpy for numpy arrays
-(hvd.numpy.NumpyFramework). An "array" below is a value of the framework's
+(hvd._numpy_framework.NumpyFramework). An "array" below is a value of the framework's
 own array type; a "prepared" array is what prepare() returned for it.
 """
 
