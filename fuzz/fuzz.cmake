@@ -24,7 +24,7 @@ else()
 endif()
 hvd_auto_option(HVD_BUILD_FUZZ
                 "Build the libFuzzer targets of fuzz/ and their ctest tests (label fuzz)")
-set(HVD_FUZZ_SECONDS 12 CACHE STRING "Seconds each fuzz.<name> test fuzzes")
+set(HVD_FUZZ_SECONDS 6 CACHE STRING "Seconds each fuzz.<name> test fuzzes")
 
 if(HVD_BUILD_FUZZ STREQUAL "AUTO")
   if(NOT HVD_BUILD_TESTS)
