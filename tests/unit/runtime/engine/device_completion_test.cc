@@ -108,6 +108,15 @@ DeviceCompletions::Batch batch_of(HandleTable& handles, const std::string& name,
   return b;
 }
 
+// A DeviceCompletions callback that completes the batch's handles.
+DeviceCompletions::Complete completing(HandleTable& handles) {
+  return [&handles](DeviceCompletions::Batch& b) {
+    for (size_t i = 0; i < b.entries.size(); ++i) {
+      handles.complete(b.entries[i].handle, b.statuses[i]);
+    }
+  };
+}
+
 std::shared_ptr<DeviceEvent> recorded(const std::shared_ptr<HostDeviceWork>& work) {
   auto event = DeviceEvent::record(work, kComm);
   REQUIRE(event.is_ok());
@@ -263,11 +272,7 @@ TEST_CASE("device completions: a batch past the timeout fails the set, and its o
   std::atomic<int> failures{0};
   DeviceCompletions completions(
       "test set", 4, 300ms,
-      [&](DeviceCompletions::Batch& b) {
-        for (size_t i = 0; i < b.entries.size(); ++i) {
-          handles.complete(b.entries[i].handle, b.statuses[i]);
-        }
-      },
+      completing(handles),
       [&](const Status& s) {
         ++failures;
         transport.abort(s);
@@ -299,11 +304,7 @@ TEST_CASE("device completions: an asynchronous error of the transport fails the 
   std::atomic<int> failures{0};
   DeviceCompletions completions(
       "test set", 4, 300ms,
-      [&](DeviceCompletions::Batch& b) {
-        for (size_t i = 0; i < b.entries.size(); ++i) {
-          handles.complete(b.entries[i].handle, b.statuses[i]);
-        }
-      },
+      completing(handles),
       [&](const Status&) { ++failures; });
   work->hold_events();
   auto b = batch_of(handles, "peer gone", recorded(work));
