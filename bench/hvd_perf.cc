@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/perf_common.h"
+#include "perf_common.h"
 
 namespace {
 

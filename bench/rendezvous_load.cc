@@ -8,7 +8,7 @@
 //   the key exchange of the CPU transport "auto" on several hosts
 //   (hierarchical): the host layout (transports/layout.cc; --layout full:
 //   as it was before issue 31, every rank reading every rank's host), each host's shm
-//   check (transports/shm/rendezvous.cc: identity keys, then the segment key
+//   check (transports/shm/segment_rendezvous.cc: identity keys, then the segment key
 //   rank 0 of the host sets), and, with --gloo, gloo's cross-host full mesh
 //   (transports/gloo/mesh_context.cc: every local rank's cross world);
 //   Watch (elastic: one stream per rank), heartbeats at the real period.
@@ -18,7 +18,9 @@
 //   lost_s      elastic: one rank lost -> the survivors' next round formed
 //   rss_mb      the server's peak RSS
 // Usage: rendezvous_load --ranks N [--per-host 8] [--elastic] [--gloo]
-//        [--layout gather|full] [--hb-seconds 3] [--hb-interval-ms 500]
+//        [--layout gather|full] [--hb-seconds 3] [--hb-timeout-s 5] [--hb-interval-ms MS]
+// The heartbeat interval is the workers' (Heartbeat::interval_for of the
+// timeout and N) unless --hb-interval-ms says.
 #include <grpcpp/alarm.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
@@ -37,6 +39,7 @@
 #include <thread>
 #include <vector>
 
+#include "daemon/rendezvous/heartbeat.h"
 #include "daemon/rendezvous/rendezvous_service.h"
 #include "daemon/rendezvous/round_keys.h"
 #include "daemon/rendezvous/worker_credentials.h"
@@ -57,7 +60,8 @@ struct Options {
   bool gloo = false;
   bool layout_full = false;  // every rank gets every rank's layout key (N^2)
   double hb_seconds = 3;
-  int hb_interval_ms = 500;
+  int hb_interval_ms = 0;  // 0: Heartbeat::interval_for(hb_timeout_s, ranks), as workers do
+  int hb_timeout_s = 5;
   int channels = 0;  // 0: one per 512 ranks, at least 4
 };
 
@@ -85,6 +89,7 @@ Options parse(int argc, char** argv) {
         o.layout_full = v == "full";
       } else if (a == "--hb-seconds") o.hb_seconds = std::stod(next());
       else if (a == "--hb-interval-ms") o.hb_interval_ms = std::stoi(next());
+      else if (a == "--hb-timeout-s") o.hb_timeout_s = std::stoi(next());
       else if (a == "--channels") o.channels = std::stoi(next());
       else usage(a);
     } catch (const std::logic_error&) {
@@ -93,6 +98,11 @@ Options parse(int argc, char** argv) {
   }
   if (o.ranks < 2 || o.per_host < 1 || o.ranks % o.per_host != 0) usage("--ranks/--per-host");
   if (o.channels <= 0) o.channels = std::max(4, o.ranks / 512);
+  if (o.hb_interval_ms <= 0) {
+    o.hb_interval_ms = static_cast<int>(
+        hvd::runtime::Heartbeat::interval_for(std::chrono::seconds(o.hb_timeout_s), o.ranks)
+            .count());
+  }
   return o;
 }
 
@@ -416,7 +426,7 @@ void exchange(Ranks& ranks, const Options& o, int slot, int rank, int64_t round,
       if (local == 0) return ranks.set(slot, p + "segment", "at:1:/anon", gloo);
       ranks.get(slot, {p + "segment"}, [gloo](const hvd::v1::GetReply&) { gloo(); });
     };
-    // transports/shm/rendezvous.cc check_one_host within the host.
+    // transports/shm/segment_rendezvous.cc check_one_host within the host.
     ranks.set(slot, p + "host/" + std::to_string(local), "boot\n1\n2\nh" + std::to_string(host),
               [&ranks, &o, slot, p, segment] {
                 std::vector<std::string> keys;
@@ -537,9 +547,10 @@ int main(int argc, char** argv) {
     const ServerStat end = stat(server);
     std::printf(
         "ranks=%d per_host=%d elastic=%d layout=%s gloo=%d join_s=%.3f round_s=%.3f "
-        "round_cpu_s=%.2f hb_per_s=%ld hb_cpu=%.1f lost_s=%.3f rss_mb=%.1f failures=%ld ok=%d\n",
+        "round_cpu_s=%.2f hb_interval_ms=%d hb_per_s=%ld hb_cpu=%.1f lost_s=%.3f rss_mb=%.1f "
+        "failures=%ld ok=%d\n",
         o.ranks, o.per_host, o.elastic ? 1 : 0, o.layout_full ? "full" : "gather", o.gloo ? 1 : 0,
-        join_s, round_s, after_round.cpu - before.cpu, hb_rate, hb_cpu, lost_s,
+        join_s, round_s, after_round.cpu - before.cpu, o.hb_interval_ms, hb_rate, hb_cpu, lost_s,
         static_cast<double>(end.rss_kb) / 1024.0, ranks.failures_.load(),
         good && ranks.failures_.load() == 0 ? 1 : 0);
     std::fflush(stdout);

@@ -20,9 +20,10 @@ import subprocess
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
-COLUMNS = ["ranks", "round (s)", "join (s)", "server CPU in round (s)", "heartbeats/s",
+COLUMNS = ["ranks", "round (s)", "join (s)", "server CPU in round (s)", "heartbeat interval (ms)",
+           "heartbeats/s",
            "heartbeat CPU (% of a core)", "lost -> round (s)", "server RSS (MB)"]
-FIELDS = ["ranks", "round_s", "join_s", "round_cpu_s", "hb_per_s", "hb_cpu", "lost_s", "rss_mb"]
+FIELDS = ["ranks", "round_s", "join_s", "round_cpu_s", "hb_interval_ms", "hb_per_s", "hb_cpu", "lost_s", "rss_mb"]
 
 
 def parse_line(line):
@@ -32,7 +33,8 @@ def parse_line(line):
 
 def run(binary, ranks, args, timeout):
     cmd = [str(binary), "--ranks", str(ranks), "--per-host", str(args.per_host),
-           "--hb-seconds", str(args.hb_seconds), "--layout", args.layout]
+           "--hb-seconds", str(args.hb_seconds), "--hb-timeout-s", str(args.hb_timeout_s),
+           "--layout", args.layout]
     if args.elastic:
         cmd.append("--elastic")
     try:
@@ -51,6 +53,8 @@ def main():
     p.add_argument("--ranks", type=int, nargs="+", default=[1024, 4096, 16384, 65536])
     p.add_argument("--per-host", type=int, default=8)
     p.add_argument("--hb-seconds", type=float, default=3)
+    p.add_argument("--hb-timeout-s", type=int, default=5,
+                   help="the liveness timeout the workers' heartbeat interval follows")
     p.add_argument("--layout", choices=["gather", "full"], default="gather")
     p.add_argument("--elastic", action="store_true")
     p.add_argument("--timeout", type=float, default=600, help="seconds per run")

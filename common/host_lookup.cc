@@ -1,7 +1,6 @@
 #include "common/host_lookup.h"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -11,6 +10,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/local_interfaces.h"
 #include "common/route_probe.h"
 
 namespace hvd::common {
@@ -30,60 +30,51 @@ bool is_loopback(const sockaddr_storage& address) {
   return address.ss_family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&in6.sin6_addr) != 0;
 }
 
-// The numeric addresses of this machine's interfaces, in getifaddrs' order.
-std::vector<std::string> interface_addresses() {
-  std::vector<std::string> out;
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return out;
-  for (const ifaddrs* i = list; i != nullptr; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr) continue;
-    const int family = i->ifa_addr->sa_family;
-    if (family != AF_INET && family != AF_INET6) continue;
-    sockaddr_storage address{};
-    std::memcpy(&address, i->ifa_addr, family == AF_INET ? sizeof(sockaddr_in) : sizeof(sockaddr_in6));
-    std::string text = address_text(address);
-    if (std::find(out.begin(), out.end(), text) == out.end()) out.push_back(std::move(text));
-  }
-  freeifaddrs(list);
-  return out;
-}
-
 }  // namespace
 
-std::optional<std::string> resolve_problem(const std::string& host) {
+Result<std::vector<sockaddr_storage>> resolve_host(const std::string& host, int family) {
   addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
+  hints.ai_family = family;
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* raw = nullptr;
   const int error = getaddrinfo(host.c_str(), nullptr, &hints, &raw);
-  if (error == 0) {
-    freeaddrinfo(raw);
-    return std::nullopt;
-  }
-  return std::string(gai_strerror(error));
-}
-
-Result<std::string> local_listen_address(const std::string& host) {
-  if (host.empty()) return invalid_argument("it is empty");
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* raw = nullptr;
-  const int error = getaddrinfo(host.c_str(), nullptr, &hints, &raw);
-  if (error != 0) {
-    return invalid_argument(std::string("it does not resolve: ") + gai_strerror(error));
-  }
+  if (error != 0) return not_found(gai_strerror(error));
   std::unique_ptr<addrinfo, AddrInfoDeleter> list(raw);
-  const std::vector<std::string> local = interface_addresses();
-  std::vector<std::string> v4;
-  std::vector<std::string> v6;
+  std::vector<sockaddr_storage> out;
   for (const addrinfo* a = raw; a != nullptr; a = a->ai_next) {
     if (a->ai_family != AF_INET && a->ai_family != AF_INET6) continue;
     sockaddr_storage address{};
     std::memcpy(&address, a->ai_addr, std::min<size_t>(a->ai_addrlen, sizeof(address)));
+    out.push_back(address);
+  }
+  if (out.empty()) return not_found("no address");
+  return out;
+}
+
+std::optional<std::string> resolve_problem(const std::string& host) {
+  auto addresses = resolve_host(host);
+  if (addresses.is_ok()) return std::nullopt;
+  return addresses.status().message();
+}
+
+Result<std::string> local_listen_address(const std::string& host) {
+  if (host.empty()) return invalid_argument("it is empty");
+  auto addresses = resolve_host(host);
+  if (!addresses.is_ok()) {
+    return invalid_argument("it does not resolve: " + addresses.status().message());
+  }
+  std::vector<std::string> local;  // each address once, in getifaddrs' order
+  for (const InterfaceAddress& i : interface_addresses()) {
+    if (std::find(local.begin(), local.end(), i.address) == local.end()) {
+      local.push_back(i.address);
+    }
+  }
+  std::vector<std::string> v4;
+  std::vector<std::string> v6;
+  for (const sockaddr_storage& address : *addresses) {
     std::string text = address_text(address);
     if (is_loopback(address) || std::find(local.begin(), local.end(), text) != local.end()) {
-      (a->ai_family == AF_INET ? v4 : v6).push_back(std::move(text));
+      (address.ss_family == AF_INET ? v4 : v6).push_back(std::move(text));
     }
   }
   if (!v4.empty()) return v4.front();

@@ -17,16 +17,18 @@ constexpr std::array kSettings = {
     SettingSpec{"transport_timeout", "HVD_TRANSPORT_TIMEOUT_SECONDS",
                 "HOROVOD_GLOO_TIMEOUT_SECONDS", SettingType::kPositiveInt, "30",
                 "Seconds a transport connect or collective may block before it fails"},
+    // The transports' names come from the transport table
+    // (transports/table/transport_table.h): hvdrun's --help appends the
+    // choices to these three (setting_choices), and a unit test checks that
+    // their defaults are the table's.
     SettingSpec{"cpu_transport", "HVD_CPU_TRANSPORT", "", SettingType::kString, "auto",
-                "Transport for CPU tensors: auto (shm when every rank of a set is on one host, "
-                "hierarchical when each host has several, else gloo), gloo, shm, hierarchical"},
+                "Transport for CPU tensors"},
     SettingSpec{"gpu_transport", "HVD_GPU_TRANSPORT", "", SettingType::kString, "auto",
-                "Transport for CUDA tensors (ops with a device): auto (nccl when it can run "
-                "here, else device ops fail saying why), nccl, gloo (staged through host "
-                "memory), or a transport plugin's name (transport_plugins)"},
+                "Transport for CUDA tensors (ops with a device)"},
     SettingSpec{"gpu_staging_plugin", "HVD_GPU_STAGING_PLUGIN", "", SettingType::kString, "nccl",
-                "CUDA transport plugin whose device functions (copies, pinned memory) stage "
-                "CUDA tensors for HVD_GPU_TRANSPORT=gloo; it needs no communicator"},
+                "CUDA transport plugin whose device functions stage CUDA tensors when "
+                "gpu_transport stages them through host memory (copies, pinned memory; it "
+                "needs no communicator)"},
     SettingSpec{"gpu_staging_chunk", "HVD_GPU_STAGING_CHUNK", "", SettingType::kByteSize,
                 "4194304",
                 "Bytes of a staged allreduce copied to host memory, reduced and copied back "

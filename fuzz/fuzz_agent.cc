@@ -13,7 +13,7 @@
 #include <string>
 
 #include "daemon/agent/agent_requests.h"
-#include "fuzz/fuzz_check.h"
+#include "fuzz_check.h"
 
 namespace agent = hvd::daemon;
 using hvd::fuzz::one_line_printable;

@@ -15,7 +15,7 @@
 #include <string>
 
 #include "config/settings.h"
-#include "fuzz/fuzz_check.h"
+#include "fuzz_check.h"
 
 using hvd::fuzz::one_line_printable;
 

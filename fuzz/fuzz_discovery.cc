@@ -1,4 +1,4 @@
-// Host discovery script output (launcher/elastic/host_discovery.h):
+// Host discovery script output (launcher/host_discovery.h):
 // parse_discovery_output, with --slots-per-host and need_hosts taken from
 // the first byte. Checks: accepted hosts are named once, with 1 slot or
 // more (the script's own counts at most kMaxWorkersPerHost, like the
@@ -11,8 +11,8 @@
 #include <string_view>
 
 #include "common/job_limits.h"
-#include "fuzz/fuzz_check.h"
-#include "launcher/elastic/host_discovery.h"
+#include "fuzz_check.h"
+#include "launcher/host_discovery.h"
 
 using hvd::fuzz::one_line_printable;
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "fuzz/fuzz_check.h"
+#include "fuzz_check.h"
 #include "runtime/engine/message_codec.h"
 
 namespace engine = hvd::runtime::engine;

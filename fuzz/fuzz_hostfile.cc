@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "common/job_limits.h"
-#include "fuzz/fuzz_check.h"
+#include "fuzz_check.h"
 #include "launcher/host_spec.h"
 
 using hvd::fuzz::one_line_printable;

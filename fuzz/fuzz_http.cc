@@ -10,7 +10,7 @@
 #include <string_view>
 
 #include "common/http_request.h"
-#include "fuzz/fuzz_check.h"
+#include "fuzz_check.h"
 
 using hvd::fuzz::one_line_printable;
 

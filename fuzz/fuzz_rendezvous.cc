@@ -9,22 +9,23 @@
 // call's headers; a call the gate refuses never reaches its handler. Calls
 // that wait get a 1 ms timeout; Watch streams until cancelled and is not
 // called.
-// Checks: the gate refuses wrong credentials (UNAUTHENTICATED) and admits
+// Waiting handlers complete through their Done (the service's timer ends
+// their waits). Checks: the gate refuses wrong credentials (UNAUTHENTICATED) and admits
 // the token; a Join reply is a consistent placement; a value Set is what
 // Get returns next; the Join message conversions (join_messages.h) read
 // back what they write.
-#include <grpcpp/test/server_context_test_spouse.h>
 #include <google/protobuf/stubs/logging.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <future>
 #include <string>
 
 #include "daemon/rendezvous/join_messages.h"
 #include "daemon/rendezvous/rendezvous_service.h"
-#include "fuzz/fuzz_check.h"
+#include "fuzz_check.h"
 #include "proto/rpc_auth.h"
 
 namespace v1 = hvd::v1;
@@ -49,16 +50,23 @@ bool admitted(RendezvousService& service, const char* method, bool wrong_token) 
   return status.ok();
 }
 
-// A server context carrying the job token, as the gate admitted it (the
-// handlers read the caller's credential from it; the spouse holds the
-// metadata's storage).
-struct AuthorizedContext {
-  AuthorizedContext() {
-    spouse.AddClientMetadata(hvd::proto::kAuthMetadataKey, std::string("Bearer ") + kToken);
-  }
-  grpc::ServerContext context;
-  grpc::testing::ServerContextTestSpouse spouse{&context};
-};
+// A call carrying the job token, as the gate admitted it (the handlers read
+// the caller's credential from it).
+RendezvousService::Call authorized_call() {
+  RendezvousService::Call call;
+  call.authorization = std::string("Bearer ") + kToken;
+  return call;
+}
+
+// A waiting handler's status, once it completes (its 1 ms timeout is the
+// service's timer's to end).
+template <typename Start>
+grpc::Status completed(Start start) {
+  std::promise<grpc::Status> status;
+  auto done = status.get_future();
+  start([&status](grpc::Status s) { status.set_value(std::move(s)); });
+  return done.get();
+}
 
 // A handler's status: never UNAUTHENTICATED once the gate admitted the call.
 void check_handled(const grpc::Status& status, const char* method) {
@@ -83,9 +91,9 @@ void join(RendezvousService& service, const v1::JoinRequest& parsed, bool wrong)
   v1::JoinReply reply;
   check_join_messages(parsed, reply);
   if (!admitted(service, "Join", wrong)) return;
-  AuthorizedContext authorized;
-  grpc::ServerContext& context = authorized.context;
-  auto status = service.Join(&context, &req, &reply);
+  auto status = completed([&](RendezvousService::Done done) {
+    service.join(authorized_call(), req, &reply, std::move(done));
+  });
   check_handled(status, "Join");
   check_join_messages(parsed, reply);
   if (!status.ok()) return;
@@ -96,19 +104,18 @@ void join(RendezvousService& service, const v1::JoinRequest& parsed, bool wrong)
 
 void set_then_get(RendezvousService& service, const v1::SetRequest& req, bool wrong) {
   if (!admitted(service, "Set", wrong)) return;
-  v1::SetReply reply;
-  AuthorizedContext authorized;
-  grpc::ServerContext& context = authorized.context;
+  v1::SetRequest set = req;
   const std::string value = req.value();  // Set moves the value out of its request
-  auto status = service.Set(&context, &req, &reply);
+  auto status = service.set(authorized_call(), set);
   check_handled(status, "Set");
   if (!status.ok()) return;
   v1::GetRequest get;
   get.add_keys(req.key());
   get.set_timeout_ms(1);
   v1::GetReply got;
-  grpc::ServerContext get_context;
-  auto read = service.Get(&get_context, &get, &got);
+  auto read = completed([&](RendezvousService::Done done) {
+    service.get(authorized_call(), get, &got, std::move(done));
+  });
   FUZZ_CHECK(read.ok(), "Get after Set: " + read.error_message());
   FUZZ_CHECK(got.values_size() == 1 && got.values(0) == value, "Get does not return what Set stored");
 }
@@ -118,9 +125,7 @@ void call(RendezvousService& service, Handler handler, const Request& req, bool 
           const char* method) {
   if (!admitted(service, method, wrong)) return;
   Reply reply;
-  AuthorizedContext authorized;
-  grpc::ServerContext& context = authorized.context;
-  check_handled((service.*handler)(&context, &req, &reply), method);
+  check_handled((service.*handler)(authorized_call(), req, &reply), method);
 }
 
 template <typename Request>
@@ -164,27 +169,32 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         v1::GetRequest req;
         if (!parse(req, body, len)) break;
         req.set_timeout_ms(1);
-        call<v1::GetRequest, v1::GetReply>(service, &RendezvousService::Get, req, wrong, "Get");
+        if (!admitted(service, "Get", wrong)) break;
+        v1::GetReply reply;
+        check_handled(completed([&](RendezvousService::Done done) {
+                        service.get(authorized_call(), req, &reply, std::move(done));
+                      }),
+                      "Get");
         break;
       }
       case 3: {
         v1::AddRequest req;
         if (parse(req, body, len)) {
-          call<v1::AddRequest, v1::AddReply>(service, &RendezvousService::Add, req, wrong, "Add");
+          call<v1::AddRequest, v1::AddReply>(service, &RendezvousService::add, req, wrong, "Add");
         }
         break;
       }
       case 4: {
         v1::CheckRequest req;
         if (parse(req, body, len)) {
-          call<v1::CheckRequest, v1::CheckReply>(service, &RendezvousService::Check, req, wrong, "Check");
+          call<v1::CheckRequest, v1::CheckReply>(service, &RendezvousService::check, req, wrong, "Check");
         }
         break;
       }
       case 5: {
         v1::DeleteRequest req;
         if (parse(req, body, len)) {
-          call<v1::DeleteRequest, v1::DeleteReply>(service, &RendezvousService::Delete, req, wrong,
+          call<v1::DeleteRequest, v1::DeleteReply>(service, &RendezvousService::remove, req, wrong,
                                                    "Delete");
         }
         break;
@@ -192,7 +202,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 6: {
         v1::HeartbeatRequest req;
         if (parse(req, body, len)) {
-          call<v1::HeartbeatRequest, v1::HeartbeatReply>(service, &RendezvousService::Heartbeat, req,
+          call<v1::HeartbeatRequest, v1::HeartbeatReply>(service, &RendezvousService::heartbeat, req,
                                                          wrong, "Heartbeat");
         }
         break;
@@ -201,8 +211,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         v1::PromotionRequest req;
         if (!parse(req, body, len)) break;
         req.set_timeout_ms(1);
-        call<v1::PromotionRequest, v1::PromotionReply>(service, &RendezvousService::AwaitPromotion,
-                                                       req, wrong, "AwaitPromotion");
+        if (!admitted(service, "AwaitPromotion", wrong)) break;
+        v1::PromotionReply reply;
+        check_handled(completed([&](RendezvousService::Done done) {
+                        service.await_promotion(authorized_call(), req, &reply, std::move(done));
+                      }),
+                      "AwaitPromotion");
         break;
       }
     }

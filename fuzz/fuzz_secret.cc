@@ -10,7 +10,7 @@
 #include <string>
 
 #include "common/secret_file.h"
-#include "fuzz/fuzz_check.h"
+#include "fuzz_check.h"
 
 using hvd::fuzz::one_line_printable;
 

@@ -16,7 +16,7 @@
 #include <string>
 #include <string_view>
 
-#include "fuzz/fuzz_check.h"
+#include "fuzz_check.h"
 #include "proto/agent_auth.h"
 #include "proto/rpc_auth.h"
 

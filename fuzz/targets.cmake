@@ -4,7 +4,7 @@
 set(HVD_FUZZ_TARGETS
   host_list      # launcher/host_spec.h: parse_host_list, parse_host_token (-H)
   hostfile       # launcher/host_spec.h: parse_hostfile_text
-  discovery      # launcher/elastic/host_discovery.h: parse_discovery_output
+  discovery      # launcher/host_discovery.h: parse_discovery_output
   config         # config/settings.h: Settings::apply_config_file (YAML)
   engine_codec   # runtime/engine/message_codec.h: decode_requests, encode_requests, HeaderView
   rendezvous     # daemon/rendezvous: the Rendezvous handlers on parsed requests

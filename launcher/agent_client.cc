@@ -21,13 +21,21 @@ void prepare(grpc::ClientContext& context, const std::string& secret, const char
 // 15 s. That also bounds how stale the agent's word "running" may be
 // (launcher/liveness_rule.h). hvd's agents permit pings this often
 // (proto/grpc_server.h).
+// The agent embedded in hvdrun gets no keepalive at all (nor does its
+// server, launcher/host_agents.cc): it is this process, which cannot vanish
+// while this process runs, and a ping unanswered because the whole machine
+// is starved of CPU (hvdrun -np 1024 on 2 cores: load 400) would end a
+// healthy job as "agent lost" (issue 31).
 std::shared_ptr<grpc::Channel> make_channel(
-    const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials) {
+    const std::string& address, const std::shared_ptr<grpc::ChannelCredentials>& credentials,
+    bool keepalive) {
   grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  if (keepalive) {
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5'000);
+    args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+    args.SetInt(GRPC_ARG_HTTP2_MAX_PINGS_WITHOUT_DATA, 0);
+  }
   // A Watch stream's data in flight towards hvdrun is bounded by a fixed
   // receive window (gRPC would grow it to max(4 MiB, twice the bandwidth-
   // delay product) per stream): hvdrun's memory for output is bounded
@@ -43,13 +51,16 @@ std::shared_ptr<grpc::Channel> make_channel(
 }  // namespace
 
 AgentClient::AgentClient(std::string address, std::string secret)
-    : AgentClient(std::move(address), std::move(secret), grpc::InsecureChannelCredentials()) {}
+    : address_(std::move(address)),
+      secret_(std::move(secret)),
+      stub_(hvd::v1::Agent::NewStub(
+          make_channel(address_, grpc::InsecureChannelCredentials(), /*keepalive=*/false))) {}
 
 AgentClient::AgentClient(std::string address, std::string secret,
                          std::shared_ptr<grpc::ChannelCredentials> credentials)
     : address_(std::move(address)),
       secret_(std::move(secret)),
-      stub_(hvd::v1::Agent::NewStub(make_channel(address_, credentials))) {}
+      stub_(hvd::v1::Agent::NewStub(make_channel(address_, credentials, /*keepalive=*/true))) {}
 
 AgentClient::~AgentClient() { stop_watch(); }
 

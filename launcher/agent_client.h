@@ -24,9 +24,11 @@ namespace hvd::launcher {
 class AgentClient {
  public:
   // `address` is host:port; `secret` the agent's shared secret (never logged
-  // or sent). Plaintext channel (the embedded agent on 127.0.0.1).
+  // or sent). The agent embedded in this process (on 127.0.0.1): plaintext,
+  // and no HTTP/2 keepalive (see make_channel in agent_client.cc).
   AgentClient(std::string address, std::string secret);
-  // The same over `credentials` (proto::channel_credentials: TLS or plaintext).
+  // An agent on another host, over `credentials` (proto::channel_credentials:
+  // TLS or plaintext), with keepalive.
   AgentClient(std::string address, std::string secret,
               std::shared_ptr<grpc::ChannelCredentials> credentials);
   // Stops the Watch reader.

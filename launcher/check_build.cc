@@ -5,6 +5,7 @@
 
 #include "transports/plugin/known_plugins.h"
 #include "transports/plugin/transport_plugin.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::launcher {
 
@@ -34,7 +35,7 @@ void transports_section(std::ostringstream& out, const transports::TransportRegi
 void plugins_section(std::ostringstream& out,
                      const std::vector<transports::plugin::KnownPlugin>& extra) {
   out << "Transport plugins:\n";
-  std::vector<transports::plugin::KnownPlugin> all = transports::plugin::known_plugins();
+  std::vector<transports::plugin::KnownPlugin> all = transports::table_plugins();
   all.insert(all.end(), extra.begin(), extra.end());
   for (const auto& plugin : all) {
     auto report = transports::plugin::try_load(plugin);
@@ -65,8 +66,9 @@ std::string check_build_report(const transports::TransportRegistry& registry,
       << "    [X] PyTorch (hvd.torch)\n"
       << "    [X] NumPy (hvd.numpy)\n\n";
   transports_section(out, registry);
-  out << "    CUDA tensors go to HVD_GPU_TRANSPORT=" << gpu_transport
-      << " (auto: nccl when it can run; negotiation stays on the CPU transport)\n";
+  out << "    CUDA tensors go to HVD_GPU_TRANSPORT=" << gpu_transport << " (auto: "
+      << transports::default_gpu_transport()
+      << " when it can run; negotiation stays on the CPU transport)\n";
   out << '\n';
   plugins_section(out, extra_plugins);
   out << "\nAvailable features:\n";

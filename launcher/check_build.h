@@ -8,11 +8,12 @@
 
 #include "transports/plugin/known_plugins.h"
 #include "transports/registry.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::launcher {
 
 // The report, many lines; `version` is hvd's; `extra_plugins` those of
-// the transport_plugins setting (listed after the known ones);
+// the transport_plugins setting (listed after the transport table's);
 // `gpu_transport` the setting's value.
 std::string check_build_report(
     const transports::TransportRegistry& registry, const std::string& version,

@@ -79,7 +79,7 @@ CliExit check_build_exit(const EnvLookup& lookup) {
   auto plugins = transports::plugin::parse_plugin_list(settings.get("transport_plugins"));
   if (!plugins.is_ok()) return usage_error(plugins.status().message());
   return CliExit{0,
-                 check_build_report(transports::plugin::registry_with_plugins(plugins.value()),
+                 check_build_report(transports::registry_with_plugins(plugins.value()),
                                     HVD_VERSION, plugins.value(), settings.get("gpu_transport")),
                  ""};
 }

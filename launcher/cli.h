@@ -12,7 +12,7 @@
 
 #include "common/cli_values.h"
 #include "config/settings.h"
-#include "launcher/elastic/elastic_options.h"
+#include "launcher/elastic_options.h"
 #include "launcher/host_spec.h"
 #include "proto/tls_credentials.h"
 

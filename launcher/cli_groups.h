@@ -17,7 +17,7 @@
 #include "common/status.h"
 #include "config/settings.h"
 #include "launcher/cli.h"
-#include "launcher/elastic/elastic_options.h"
+#include "launcher/elastic_options.h"
 #include "launcher/horovodrun_flags.h"
 #include "proto/tls_credentials.h"
 

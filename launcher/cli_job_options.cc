@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "launcher/cli_groups.h"
-#include "launcher/elastic/state_loss.h"
+#include "launcher/state_loss.h"
 #include "launcher/horovod_shim.h"
 #include "launcher/size_limits.h"
 #include "launcher/worker_settings.h"
@@ -96,7 +96,7 @@ common::Status JobArgs::apply_hosts(const ElasticArgs& elastic, LaunchOptions& o
       !s.is_ok()) {
     return s;
   }
-  return elastic::on_state_loss(options.settings).status();
+  return on_state_loss(options.settings).status();
 }
 
 common::Status JobArgs::apply_workers(const EnvLookup& lookup, LaunchOptions& options) const {

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "launcher/cli_groups.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::launcher::cli {
 
@@ -32,8 +33,10 @@ std::string flag_for(std::string_view key) {
 
 void SettingArgs::add_to(CLI::App& app) {
   for (const auto& spec : config::all_settings()) {
-    std::string help = std::string(spec.help) + " [env " + std::string(spec.env) + ", default " +
-                       std::string(spec.default_value) + "]";
+    // The transport settings' choices: the transport table's.
+    std::string help = std::string(spec.help) + transports::setting_choices(spec.key) + " [env " +
+                       std::string(spec.env) + ", default " + std::string(spec.default_value) +
+                       "]";
     std::string& value = values[std::string(spec.key)];
     // A boolean is a bare flag (--autotune), or --autotune=false.
     const std::string names = flag_for(spec.key) + HorovodrunFlags::alias_of(spec.key);

@@ -81,8 +81,11 @@ common::Result<std::unique_ptr<HostAgents>> HostAgents::start(
     if (!containment.is_ok()) return containment.status();
     agents->embedded_ = std::make_unique<daemon::AgentService>(
         daemon::AgentOptions{*secret, local_slots});
-    auto server = daemon::GrpcServer::start(kLoopback, 0, {agents->embedded_.get()},
-                                            daemon::agent_server_options());
+    // No keepalive between hvdrun and the agent inside it (agent_client.cc).
+    daemon::ServerOptions options = daemon::agent_server_options();
+    options.keepalive_ms = 0;
+    auto server =
+        daemon::GrpcServer::start(kLoopback, 0, {agents->embedded_.get()}, options);
     if (!server.is_ok()) {
       return common::unavailable("cannot start the embedded agent: " + server.status().message());
     }

@@ -6,10 +6,10 @@
 //
 // run() asks every agent for Info, plans the network (job_network.h),
 // starts the rendezvous, launches each host's ranks through its agent and
-// watches every agent (job_start.cc), then reacts to one queue of events
-// (job_session.cc): worker output (printed), worker exits, the end of a
-// Watch stream, signals to hvdrun, discovery results, and the clock (the
-// start timeout of the first rendezvous; the policy's checks). Whatever the
+// watches every agent, then reacts to one queue of events: worker output
+// (printed), worker exits, the end of a Watch stream, signals to hvdrun,
+// discovery results, and the clock (the start timeout of the first
+// rendezvous; the policy's checks). Whatever the
 // outcome, every worker's process group is gone and the servers are shut
 // down when run() returns.
 #pragma once
@@ -30,12 +30,13 @@
 #include "launcher/job_events.h"
 #include "launcher/job_exits.h"
 #include "launcher/job_monitor.h"
+#include "launcher/job_extension.h"
 #include "launcher/job_policy.h"
 #include "launcher/output_hints.h"
 #include "launcher/output_sink.h"
 #include "launcher/slot_plan.h"
 #include "launcher/terminator.h"
-#include "launcher/worker_env.h"
+#include "launcher/worker_environment.h"
 
 namespace hvd::daemon {
 class GrpcServer;
@@ -65,6 +66,11 @@ class JobSession {
 
   // hvdrun's exit code.
   int run();
+
+  // For the policy while it is constructed: `extension` (the policy
+  // itself, which the session owns) adds to the session what only an
+  // elastic job has (job_extension.h).
+  void extend(JobExtension& extension) { extension_ = &extension; }
 
   // For the policy, on the session's thread, once run() has started the job.
   const LaunchOptions& options() const { return options_; }
@@ -132,7 +138,9 @@ class JobSession {
   OutputSink sink_;
   OutputHints hints_;
   WorkerBase base_;
-  std::unique_ptr<JobPolicy> policy_;  // before what is sized by its slots()
+  JobExtension no_extension_;                 // a static job's: the defaults
+  JobExtension* extension_ = &no_extension_;  // before policy_, which may set it
+  std::unique_ptr<JobPolicy> policy_;         // before what is sized by its slots()
 
   std::unique_ptr<daemon::RendezvousService> rendezvous_;
   std::unique_ptr<daemon::GrpcServer> rendezvous_server_;

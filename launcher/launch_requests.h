@@ -9,7 +9,7 @@
 #include "config/settings.h"
 #include "hvd/v1/agent.pb.h"
 #include "launcher/agent_targets.h"
-#include "launcher/worker_env.h"
+#include "launcher/worker_environment.h"
 
 namespace hvd::launcher {
 

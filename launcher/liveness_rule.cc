@@ -34,9 +34,24 @@ void LivenessRule::forget(int process) {
 }
 
 std::vector<LivenessRule::Finding>
-LivenessRule::review(const std::vector<Late> &late, Clock::time_point now) {
+LivenessRule::review(const std::vector<Late> &late, Clock::time_point now,
+                     size_t watched) {
   std::vector<Finding> out;
   std::set<int> still_late;
+  size_t over_timeout = 0;
+  for (const Late &l : late) {
+    if (limits_.timeout.count() != 0 && l.quiet > limits_.timeout)
+      ++over_timeout;
+  }
+  const bool crowd = watched >= 4 && over_timeout * 2 > watched;
+  const auto hung = crowd ? hung_limit() * kCrowdMultiple
+                          : std::chrono::duration_cast<std::chrono::seconds>(
+                                hung_limit());
+  const std::string crowd_text =
+      crowd ? ", x " + std::to_string(kCrowdMultiple) +
+                  " while most of the job is late at once: hvdrun or its "
+                  "host is starved"
+            : "";
   for (const Late &l : late) {
     if (limits_.timeout.count() == 0 || l.quiet <= limits_.timeout)
       continue;
@@ -48,13 +63,12 @@ LivenessRule::review(const std::vector<Late> &late, Clock::time_point now) {
                      "no heartbeat for " +
                          std::to_string(limits_.timeout.count()) +
                          " s (its process is stopped, state T)"});
-    } else if (l.quiet > hung_limit()) {
+    } else if (l.quiet > hung) {
       out.push_back({l.process, true, l.quiet,
-                     "no heartbeat for " +
-                         std::to_string(hung_limit().count()) +
+                     "no heartbeat for " + std::to_string(hung.count()) +
                          " s (the hung limit, HVD_HEARTBEAT_HUNG_MULTIPLE x "
-                         "the heartbeat "
-                         "timeout, though its process runs)"});
+                         "the heartbeat timeout" +
+                         crowd_text + ", though its process runs)"});
     } else if (!warned_[l.process]) {
       warned_[l.process] = true;
       out.push_back(
@@ -63,9 +77,9 @@ LivenessRule::review(const std::vector<Late> &late, Clock::time_point now) {
                (stopped != stopped_since_.end()
                     ? std::string("its process was stopped only just (state T)")
                     : "its process runs (starved of CPU?); dead only at the "
-                      "hung "
-                      "limit of " +
-                          std::to_string(hung_limit().count()) + " s")});
+                      "hung limit of " +
+                          std::to_string(hung.count()) + " s" +
+                          (crowd ? " (" + crowd_text.substr(2) + ")" : ""))});
     }
   }
   for (auto it = warned_.begin(); it != warned_.end();) {
@@ -89,6 +103,23 @@ std::vector<std::string> LivenessRule::warning_lines(
   line += "and " + std::to_string(warnings.size() - kOneEach) +
           " more), e.g. " + warnings[0].first + ": " + warnings[0].second.text;
   out.push_back(std::move(line));
+  return out;
+}
+
+std::string LivenessRule::death_message(
+    const std::vector<std::pair<std::string, Finding>> &deaths) {
+  constexpr size_t kOneEach = 3;
+  std::string out;
+  if (deaths.size() <= kOneEach) {
+    for (const auto &[who, f] : deaths)
+      out += (out.empty() ? "" : "; ") + who + " stopped responding: " + f.text;
+    return out;
+  }
+  out = std::to_string(deaths.size()) + " workers stopped responding (";
+  for (size_t i = 0; i < kOneEach; ++i)
+    out += deaths[i].first + ", ";
+  out += "and " + std::to_string(deaths.size() - kOneEach) + " more), e.g. " +
+         deaths[0].first + ": " + deaths[0].second.text;
   return out;
 }
 

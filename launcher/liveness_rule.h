@@ -14,6 +14,12 @@
 //    runs but never beats: a hung heartbeat thread, a livelock);
 //  - otherwise a warning, once per episode (until the worker beats again):
 //    the process runs, it is starved of CPU or swaps, it is not dead.
+// When more than half of the watched workers (4 or more) are late at once,
+// that says more about hvdrun than about them: its rendezvous service or its
+// host is starved (hvdrun -np 1024 on 2 cores), the heartbeats wait unserved.
+// The hung limit is then kCrowdMultiple times longer (a stopped process is
+// still dead after the heartbeat timeout, an exit or a lost agent still
+// counts at once).
 // A gone process is an exit (WorkerExited), never judged here. Pure
 // bookkeeping keyed by launch rank (process); the caller supplies the clock.
 #pragma once
@@ -64,14 +70,22 @@ public:
     int process = 0;
     Clock::duration quiet{};
   };
+  // `watched`: how many workers' heartbeats are watched (0: unknown, no
+  // crowd rule).
   std::vector<Finding> review(const std::vector<Late> &late,
-                              Clock::time_point now);
+                              Clock::time_point now, size_t watched = 0);
+
+  static constexpr int kCrowdMultiple = 3;
 
   // The lines hvdrun prints for one review's warnings, given who each is
   // ("rank 3 on host h1") and its finding: one line each, or, past a few,
   // one line that counts them (thousands of starved ranks, one line a tick).
   static std::vector<std::string>
   warning_lines(const std::vector<std::pair<std::string, Finding>> &warnings);
+  // The same for deaths, as one message: each death, or past a few, the
+  // first few, a count and one finding's text (the same for all in a crowd).
+  static std::string
+  death_message(const std::vector<std::pair<std::string, Finding>> &deaths);
 
   std::chrono::seconds timeout() const { return limits_.timeout; }
   std::chrono::seconds hung_limit() const {

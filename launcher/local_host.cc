@@ -1,7 +1,6 @@
 #include "launcher/local_host.h"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -9,8 +8,9 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
-#include <cstring>
 #include <optional>
+
+#include "common/local_interfaces.h"
 
 namespace hvd::launcher {
 
@@ -64,25 +64,8 @@ LocalIdentity LocalIdentity::current() {
   LocalIdentity id;
   std::array<char, 256> name{};
   if (gethostname(name.data(), name.size() - 1) == 0) id.hostname = name.data();
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) == 0) {
-    for (ifaddrs* it = list; it != nullptr; it = it->ifa_next) {
-      if (it->ifa_addr == nullptr) continue;
-      std::array<char, INET6_ADDRSTRLEN> text{};
-      const void* src = nullptr;
-      int family = it->ifa_addr->sa_family;
-      if (family == AF_INET) {
-        src = &reinterpret_cast<const sockaddr_in*>(it->ifa_addr)->sin_addr;
-      } else if (family == AF_INET6) {
-        src = &reinterpret_cast<const sockaddr_in6*>(it->ifa_addr)->sin6_addr;
-      } else {
-        continue;
-      }
-      if (inet_ntop(family, src, text.data(), text.size()) != nullptr) {
-        id.addresses.emplace_back(text.data());
-      }
-    }
-    freeifaddrs(list);
+  for (const common::InterfaceAddress& a : common::interface_addresses()) {
+    id.addresses.push_back(a.address);
   }
   return id;
 }

@@ -1,32 +1,21 @@
 #include "launcher/network_probe.h"
 
 #include <arpa/inet.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include <array>
-
+#include "common/host_lookup.h"
 #include "common/route_probe.h"
 
 namespace hvd::launcher {
 
 common::Result<std::string> resolve_ipv4(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_INET;
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* list = nullptr;
-  int rc = getaddrinfo(host.c_str(), nullptr, &hints, &list);
-  if (rc != 0 || list == nullptr) {
+  auto addresses = common::resolve_host(host, AF_INET);
+  if (!addresses.is_ok()) {
     return common::not_found("cannot resolve host " + host + " to an IPv4 address: " +
-                             (rc != 0 ? gai_strerror(rc) : "no address"));
+                             addresses.status().message());
   }
-  std::array<char, INET_ADDRSTRLEN> text{};
-  const auto* address = reinterpret_cast<const sockaddr_in*>(list->ai_addr);
-  inet_ntop(AF_INET, &address->sin_addr, text.data(), text.size());
-  freeaddrinfo(list);
-  return std::string(text.data());
+  return common::address_text(addresses->front());
 }
 
 common::Result<std::string> source_address_toward(const std::string& ipv4, int port) {

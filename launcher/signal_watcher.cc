@@ -7,26 +7,11 @@
 #include <ctime>
 
 #include "common/logging.h"
+#include "common/stop_signals.h"
 
 namespace hvd::launcher {
 
-namespace {
-
-sigset_t termination_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  return set;
-}
-
-}  // namespace
-
-void SignalWatcher::block_termination_signals() {
-  sigset_t set = termination_signals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
+void SignalWatcher::block_termination_signals() { common::block_stop_signals(); }
 
 SignalWatcher::SignalWatcher(std::function<void(int)> on_signal)
     : on_signal_(std::move(on_signal)), thread_([this] { run(); }) {}
@@ -38,8 +23,8 @@ SignalWatcher::~SignalWatcher() {
 
 void SignalWatcher::run() {
   // The mask is inherited from main(); block again in case a caller forgot.
-  sigset_t set = termination_signals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  common::block_stop_signals();
+  const sigset_t set = common::stop_signals();
   // A timed wait, so the destructor can stop the thread without sending a signal.
   const timespec poll_interval{0, 100 * 1000 * 1000};
   while (!stop_) {

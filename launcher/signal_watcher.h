@@ -1,4 +1,5 @@
-// SIGINT, SIGTERM and SIGHUP to hvdrun become events for the job session.
+// SIGINT, SIGTERM and SIGHUP to hvdrun (common/stop_signals.h) become events
+// for the job session.
 // block_termination_signals() must run in main() before any thread starts
 // (gRPC's included), so that every thread inherits the blocked mask and only
 // the watcher's sigtimedwait() ever takes these signals.

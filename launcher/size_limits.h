@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "launcher/elastic/elastic_options.h"
+#include "launcher/elastic_options.h"
 #include "launcher/host_spec.h"
 
 namespace hvd::launcher {

@@ -13,7 +13,7 @@
 
 #include "common/token.h"
 #include "common/child_process.h"
-#include "launcher/worker_env.h"
+#include "launcher/worker_environment.h"
 
 namespace hvd::launcher {
 

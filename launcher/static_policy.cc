@@ -28,17 +28,16 @@ void StaticPolicy::tick(Clock::time_point now) {
     if (session_.exits().has_exited(rank)) continue;
     if (auto quiet = heartbeats.quiet_for(rank, now)) late.push_back({rank, *quiet});
   }
-  std::string dead;
   std::vector<std::pair<std::string, LivenessRule::Finding>> warnings;
-  for (LivenessRule::Finding& f : liveness_.review(late, now)) {
+  std::vector<std::pair<std::string, LivenessRule::Finding>> deaths;
+  const size_t watched =
+      session_.plan().size() - static_cast<size_t>(session_.exits().exited_count());
+  for (LivenessRule::Finding& f : liveness_.review(late, now, watched)) {
     std::string who = "rank " + std::to_string(f.process) + " on host " +
                       session_.plan()[static_cast<size_t>(f.process)].host;
-    if (!f.dead) {
-      warnings.emplace_back(std::move(who), std::move(f));
-    } else {
-      dead += (dead.empty() ? "" : "; ") + who + " stopped responding: " + f.text;
-    }
+    (f.dead ? deaths : warnings).emplace_back(std::move(who), std::move(f));
   }
+  const std::string dead = LivenessRule::death_message(deaths);
   for (const std::string& line : LivenessRule::warning_lines(warnings)) {
     std::fprintf(stderr, "hvdrun: warning: %s\n", line.c_str());
   }

@@ -5,6 +5,7 @@
 #include "common/printable.h"
 #include "transports/plugin/known_plugins.h"
 #include "transports/registry.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::launcher {
 
@@ -42,7 +43,7 @@ common::Status check_transports(const config::Settings& settings) {
   if (!plugins.is_ok()) {
     return plugins.status().with_context(settings.source_of("transport_plugins"));
   }
-  const auto registry = transports::plugin::registry_with_plugins(plugins.value());
+  const auto registry = transports::registry_with_plugins(plugins.value());
   const std::vector<std::string> cuda = registry.names(DeviceKind::kCuda);
   if (const std::string& cpu = settings.get("cpu_transport");
       std::find(cuda.begin(), cuda.end(), cpu) != cuda.end()) {
@@ -53,10 +54,10 @@ common::Status check_transports(const config::Settings& settings) {
   }
   HVD_RETURN_IF_ERROR(
       one_of(settings, "cpu_transport", "a CPU transport", registry.names(DeviceKind::kCpu)));
-  // "gloo" for CUDA tensors: staged through host memory (docs/gpu.md).
-  std::vector<std::string> gpu = {"auto", "gloo"};
-  gpu.insert(gpu.end(), cuda.begin(), cuda.end());
-  HVD_RETURN_IF_ERROR(one_of(settings, "gpu_transport", "a transport for CUDA tensors", gpu));
+  // auto, the staged one ("gloo": through host memory, docs/gpu.md), the
+  // CUDA transports (the transport table's and the plugins').
+  HVD_RETURN_IF_ERROR(one_of(settings, "gpu_transport", "a transport for CUDA tensors",
+                             transports::gpu_transport_choices(registry)));
   return one_of(settings, "gpu_staging_plugin", "a CUDA transport plugin", cuda);
 }
 

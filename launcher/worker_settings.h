@@ -3,7 +3,7 @@
 // hvd_init()): hvdrun's own (config file < environment < flags) with the -x
 // entries that name a setting over them (-x HVD_CPU_TRANSPORT=shm, or a
 // HOROVOD_* alias when its HVD_* name is not given too, as
-// launcher/worker_env.cc hands them), each value against its type; then the
+// launcher/worker_environment.cc hands them), each value against its type; then the
 // settings whose values name transports (cpu_transport, gpu_transport,
 // gpu_staging_plugin) and transport_plugins against the registry every
 // worker builds: the built-in transports plus the plugins transport_plugins

@@ -43,12 +43,4 @@ Result<size_t> byte_size(const void* data, int64_t count, common::DataType type,
   return static_cast<size_t>(count) * element;
 }
 
-common::Status check_root(int root, int size, const char* call) {
-  if (root < 0 || root >= size) {
-    return invalid_argument(std::string(call) + ": root " + std::to_string(root) +
-                            " is out of range for a world of size " + std::to_string(size));
-  }
-  return common::Status::ok();
-}
-
 }  // namespace hvd::runtime

@@ -1,5 +1,5 @@
 // Checks of the raw arguments that arrive through the C ABI (type and op
-// codes, counts, pointers, roots), each failure a kInvalidArgument that
+// codes, counts, pointers), each failure a kInvalidArgument that
 // names the call and the bad value.
 #pragma once
 
@@ -20,7 +20,5 @@ Result<common::ReduceOp> to_reduce_op(int32_t code, const char* call);
 // data non-null when count > 0.
 Result<size_t> byte_size(const void* data, int64_t count, common::DataType type, const char* call,
                          const char* what);
-
-common::Status check_root(int root, int size, const char* call);
 
 }  // namespace hvd::runtime

@@ -18,6 +18,7 @@
 #include "runtime/c_api_constants.h"
 #include "runtime/op_abi.h"
 #include "runtime/runtime.h"
+#include "transports/table/transport_table.h"
 
 namespace {
 
@@ -154,19 +155,23 @@ const std::filesystem::path& library_dir() {
 }
 [[maybe_unused]] const bool kLibraryDirKnown = !library_dir().empty();
 
-// The NCCL plugin (CUDA tensors) is a library of its own beside libhvd.so.
+// The NCCL plugin (CUDA tensors: the transport table's first CUDA row) is a
+// library of its own beside libhvd.so.
 int nccl_plugin_present() {
+  const auto* row = hvd::transports::find_transport(hvd::transports::default_gpu_transport());
+  if (row == nullptr || row->plugin_library.empty()) return 0;
   std::error_code ec;
   const auto& dir = library_dir();
-  return !dir.empty() && std::filesystem::is_regular_file(dir / "libhvd_nccl.so", ec) ? 1 : 0;
+  return !dir.empty() && std::filesystem::is_regular_file(dir / row->plugin_library, ec) ? 1 : 0;
 }
 
 // Whether CPU collectives may use gloo, from the environment as hvd_init()
-// reads it: gloo, and auto and hierarchical (gloo across hosts); not shm.
+// reads it (the transport table: gloo, and auto and hierarchical, gloo
+// across hosts; not shm).
 hvd::common::Result<int> gloo_enabled() {
   hvd::config::Settings settings;
   HVD_RETURN_IF_ERROR(settings.apply_environment([](const char* n) { return std::getenv(n); }));
-  return settings.get("cpu_transport") == "shm" ? 0 : 1;
+  return hvd::transports::gloo_may_carry(settings.get("cpu_transport")) ? 1 : 0;
 }
 
 struct Feature {

@@ -12,19 +12,17 @@
 #include "transports/hierarchical/device_hierarchical.h"
 #include "transports/hierarchical/factory.h"
 #include "transports/staging/staged_transport.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::runtime {
 
 namespace {
 
 using transports::DeviceKind;
+using transports::kAutoTransport;
 
-constexpr const char* kAuto = "auto";
-constexpr const char* kStaged = "gloo";
-constexpr const char* kDefaultGpu = "nccl";
-
-bool is_cuda_transport(const std::vector<std::string>& cuda, const std::string& name) {
-  for (const auto& n : cuda) {
+bool contains(const std::vector<std::string>& names, const std::string& name) {
+  for (const auto& n : names) {
     if (n == name) return true;
   }
   return false;
@@ -59,17 +57,20 @@ common::Result<GpuTransportChoice> GpuTransportChoice::parse(
   std::vector<std::string> cuda = registry.names(DeviceKind::kCuda);
   std::string cuda_list;
   for (const auto& name : cuda) cuda_list += ", " + name;
-  if (!is_cuda_transport(cuda, staging_plugin)) {
+  if (!contains(cuda, staging_plugin)) {
     return common::invalid_argument("HVD_GPU_STAGING_PLUGIN (gpu_staging_plugin) '" +
                                     staging_plugin + "' is not a CUDA transport plugin; choose "
                                     "one of: " + cuda_list.substr(cuda_list.empty() ? 0 : 2));
   }
-  if (setting == kAuto || setting == kStaged || is_cuda_transport(cuda, setting)) {
+  const std::vector<std::string> choices = transports::gpu_transport_choices(registry);
+  if (contains(choices, setting)) {
     return GpuTransportChoice(setting, staging_plugin, hierarchical, staging_chunk);
   }
+  std::string choice_list;
+  for (const auto& name : choices) choice_list += (choice_list.empty() ? "" : ", ") + name;
   return common::invalid_argument("HVD_GPU_TRANSPORT (gpu_transport) '" + setting +
                                   "' is not a transport for CUDA tensors; choose one of: " +
-                                  kAuto + ", " + kStaged + cuda_list);
+                                  choice_list);
 }
 
 common::Result<transports::DeviceLink> GpuTransportChoice::connect_staged(
@@ -97,7 +98,7 @@ common::Result<transports::DeviceLink> GpuTransportChoice::connect_staged(
     // Otherwise the best CPU transport for where the set's ranks sit
     // ("auto": shm on one host, hierarchical across equal hosts, gloo).
     auto cpu = layout ? transports::hierarchical::create(context, *layout)
-                      : registry.create(DeviceKind::kCpu, transports::kAutoTransport, context);
+                      : registry.create(DeviceKind::kCpu, kAutoTransport, context);
     if (!cpu.is_ok()) return cpu.status();
     if (!layout && context.rank == 0) {
       spdlog::info("CUDA tensors of this process set are staged through pinned host memory to "
@@ -113,13 +114,15 @@ common::Result<transports::DeviceLink> GpuTransportChoice::connect_staged(
 common::Result<transports::DeviceLink> GpuTransportChoice::connect(
     const transports::TransportRegistry& registry,
     const transports::TransportContext& context) const {
-  if (setting_ == kStaged) return connect_staged(registry, context);
+  if (setting_ == transports::staged_gpu_transport()) return connect_staged(registry, context);
   const std::string prefix = "HVD_GPU_TRANSPORT=" + setting_;
-  const std::string name = setting_ == kAuto ? kDefaultGpu : setting_;
+  const bool automatic = setting_ == kAutoTransport;
+  const std::string name =
+      automatic ? std::string(transports::default_gpu_transport()) : setting_;
   transports::Availability here = registry.availability(name);
   if (!here.available) {
-    return common::failed_precondition(
-        prefix + " cannot run here: " + (setting_ == kAuto ? name + ": " : "") + here.reason);
+    return common::failed_precondition(prefix + " cannot run here: " +
+                                       (automatic ? name + ": " : "") + here.reason);
   }
   return open_link(registry, name, context, prefix,
                    [&](std::shared_ptr<transports::DeviceWork> work) -> TransportMade {

@@ -1,15 +1,17 @@
 // The transport for device (CUDA) ops, from the gpu_transport setting
 // (HVD_GPU_TRANSPORT; docs/gpu.md): checked against the registry when hvd
 // starts, resolved and created per process set at the set's first device op
-// (SetEngine's DeviceRoute calls connect()). Nothing falls back silently:
-//  - auto: nccl when it can run here; otherwise connect() fails with nccl's
-//    reason;
-//  - gloo: CUDA tensors staged through pinned host memory for the best CPU
-//    transport of the set ("auto": shm on one host, hierarchical across
-//    equal hosts, else gloo; transports/staging/), the device work (copies, pinned
-//    memory) from the CUDA plugin named by gpu_staging_plugin
-//    (HVD_GPU_STAGING_PLUGIN, default nccl: libhvd_nccl.so's device
-//    functions, which need no NCCL communicator);
+// (SetEngine's DeviceRoute calls connect()). The names come from the
+// transport table (transports/table/transport_table.h). Nothing falls back
+// silently:
+//  - auto: the table's first CUDA transport (nccl) when it can run here;
+//    otherwise connect() fails with its reason;
+//  - the table's staged one (gloo): CUDA tensors staged through pinned host
+//    memory for the best CPU transport of the set ("auto": shm on one host,
+//    hierarchical across equal hosts, else gloo; transports/staging/), the
+//    device work (copies, pinned memory) from the CUDA plugin named by
+//    gpu_staging_plugin (HVD_GPU_STAGING_PLUGIN, default nccl:
+//    libhvd_nccl.so's device functions, which need no NCCL communicator);
 //  - another name: a registered CUDA transport (nccl, or a plugin of the
 //    transport_plugins setting); connect() fails with its reason when it
 //    cannot run here.
@@ -27,6 +29,7 @@
 
 #include "common/status.h"
 #include "transports/registry.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::runtime {
 
@@ -34,13 +37,15 @@ class GpuTransportChoice {
  public:
   // kInvalidArgument naming `setting` when it is no transport for CUDA
   // tensors (unknown, or a CPU transport), listing the choices.
-  // `staging_plugin` (gpu_staging_plugin): the CUDA transport whose device
-  // work stages for `gloo`; kInvalidArgument when it is none.
+  // `staging_plugin` (gpu_staging_plugin; default the table's first CUDA
+  // transport): the CUDA transport whose device work stages for `gloo`;
+  // kInvalidArgument when it is none.
   // `hierarchical`: the hierarchical_allreduce setting; `staging_chunk`:
   // gpu_staging_chunk (bytes of a staged allreduce per step).
   static common::Result<GpuTransportChoice> parse(const std::string& setting,
                                                   const transports::TransportRegistry& registry,
-                                                  const std::string& staging_plugin = "nccl",
+                                                  const std::string& staging_plugin = std::string(
+                                                      transports::default_gpu_transport()),
                                                   bool hierarchical = false,
                                                   size_t staging_chunk = size_t{4} << 20);
 

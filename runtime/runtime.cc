@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
+#include <limits>
 #include <string>
 #include <thread>
 #include <utility>
@@ -12,10 +14,14 @@
 #include "common/logging.h"
 #include "common/scaled_timeout.h"
 #include "daemon/rendezvous/round_keys.h"
+#include "runtime/arguments.h"
+#include "runtime/device_shrink.h"
 #include "runtime/discovery/slurm_node_address.h"
 #include "runtime/engine/agreement.h"
+#include "runtime/op_request.h"
 #include "runtime/rank_stats_report.h"
 #include "transports/plugin/known_plugins.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::runtime {
 
@@ -28,6 +34,12 @@ constexpr std::chrono::milliseconds kPromotionPoll{30'000};
 // --elastic-timeout: hvdrun's verdict on a round that does not form (naming
 // who is missing) comes first.
 constexpr std::chrono::milliseconds kElasticJoinSlack{15'000};
+// How long a failed GPU transport that can shrink waits, unaborted, for the
+// membership watch to name the members that left (DeviceRoute): hvdrun
+// hears of a dead worker from its agent and tells the survivors within
+// about a second; past this the transport is aborted and the next round
+// connects anew (slower, never wrong).
+constexpr std::chrono::milliseconds kDeviceShrinkGrace{2'000};
 
 std::chrono::milliseconds seconds_setting(const config::Settings& settings, const char* key) {
   return std::chrono::seconds(settings.get_int(key));
@@ -37,7 +49,21 @@ std::chrono::milliseconds seconds_setting(const config::Settings& settings, cons
 Result<transports::TransportRegistry> make_registry(const config::Settings& settings) {
   auto plugins = transports::plugin::parse_plugin_list(settings.get("transport_plugins"));
   if (!plugins.is_ok()) return plugins.status();
-  return transports::plugin::registry_with_plugins(plugins.value());
+  return transports::registry_with_plugins(plugins.value());
+}
+
+// Keeps every byte count and their sum far from int64 overflow.
+constexpr int64_t kMaxElements = std::numeric_limits<int64_t>::max() / 16;
+
+// A one-dimensional op of `*count` elements whose result overwrites `data`.
+hvd_op in_place_op(int32_t type, void* data, const int64_t* count, int32_t dtype) {
+  hvd_op op = blank_op(type);
+  op.input = data;
+  op.output = data;
+  op.shape = count;
+  op.ndim = 1;
+  op.dtype = dtype;
+  return op;
 }
 
 }  // namespace
@@ -111,13 +137,18 @@ Result<std::unique_ptr<transports::Transport>> Runtime::connect(
   return registry_.create(transports::DeviceKind::kCpu, settings_.get("cpu_transport"), context);
 }
 
-void Runtime::members_removed(const Status& why) {
+void Runtime::members_removed(const Status& why, const std::vector<int>& ranks) {
   {
     std::lock_guard lock(connecting_mu_);
     if (connecting_) {
       connecting_->fire(why);
       return;
     }
+  }
+  auto global = sets_.find(HVD_GLOBAL_PROCESS_SET);
+  if (!ranks.empty() && global && global->engine) {
+    auto context = context_for("", world_.rank, world_.size);
+    global->engine->shrink_device(why, DeviceShrink::process().request(context, ranks, round_));
   }
   abort(why);
 }
@@ -153,10 +184,24 @@ std::shared_ptr<engine::SetEngine> Runtime::make_engine(
                                    : "process set " + std::to_string(id) + " failed"));
   };
   // The GPU transport, at the set's first device op (on the engine thread,
-  // at the same response on every rank; the engine outlives no Runtime).
-  o.connect_device = [this, key_prefix, rank, size = static_cast<int>(ranks.size())](int device) {
+  // at the same response on every rank; the engine outlives no Runtime). In
+  // an elastic job, the global set's may be the one the survivors of the
+  // last round shrank to (runtime/device_shrink.h): every rank asks alike.
+  const bool may_shrink = world_.elastic && id == HVD_GLOBAL_PROCESS_SET &&
+                          settings_.get("gpu_transport") !=
+                              transports::staged_gpu_transport() &&  // staged: never
+                          !settings_.get_bool("hierarchical_allreduce");
+  if (may_shrink) o.device_shrink_grace = kDeviceShrinkGrace;
+  o.connect_device = [this, key_prefix, rank, size = static_cast<int>(ranks.size()),
+                      may_shrink](int device) -> Result<transports::DeviceLink> {
     transports::TransportContext context = context_for(key_prefix + "gpu/", rank, size);
     context.device = device;
+    if (may_shrink && round_ > 0) {
+      auto kept = DeviceShrink::process().reuse(registry_, context);
+      if (!kept.is_ok()) return kept.status().with_context("GPU transport of round " +
+                                                           std::to_string(round_));
+      if (kept->has_value()) return std::move(**kept);
+    }
     return gpu_.connect(registry_, context);
   };
   return std::make_shared<engine::SetEngine>(std::move(o), std::move(transport), handles_,
@@ -229,7 +274,8 @@ Status Runtime::join_round(std::chrono::milliseconds timeout) {
     Heartbeat::StatsSource stats;  // hvdrun --metrics-port: op counters (docs/metrics.md)
     if (settings_.get_int("metrics_port") > 0) stats = [this] { return rank_stats(sets_.all()); };
     heartbeat_ = std::make_unique<Heartbeat>(*rendezvous_, slot_, round_,
-                                             Heartbeat::interval_for(liveness), std::move(stats));
+                                             Heartbeat::interval_for(liveness, world_.size),
+                                             std::move(stats));
     if (int pause = faults_.heartbeat_pause(round_, slot_); pause > 0) {
       heartbeat_->pause_once(std::chrono::seconds(pause));
     }
@@ -274,7 +320,8 @@ Result<std::unique_ptr<transports::Transport>> Runtime::join_and_connect() {
       }
       membership_watch_.reset();  // the last round's, if any
       membership_watch_ = std::make_unique<MembershipWatch>(
-          *rendezvous_, slot_, round_, [this](const Status& why) { members_removed(why); });
+          *rendezvous_, slot_, round_,
+          [this](const Status& why, const std::vector<int>& ranks) { members_removed(why, ranks); });
     }
     auto cpu = connect(daemon::round_key_prefix(round_) + "cpu/", world_.rank, world_.size, abort);
     {
@@ -327,6 +374,10 @@ Status Runtime::await_promotion() {
 Status Runtime::start(int64_t generation) {
   auto cpu = join_and_connect();
   if (!cpu.is_ok()) return cpu.status();
+  if (world_.elastic) {  // a GPU transport kept from the last round uses this round's store
+    DeviceShrink::process().bind(
+        fault_store_ ? static_cast<common::Store*>(fault_store_.get()) : rendezvous_.get(), round_);
+  }
   const std::string key_prefix = daemon::round_key_prefix(round_) + "cpu/";
   std::string transport_name(cpu.value()->name());
 
@@ -357,6 +408,12 @@ Status Runtime::start(int64_t generation) {
 void Runtime::shutdown() {
   std::lock_guard lock(shutdown_mu_);
   if (shut_down_.exchange(true)) return;
+  // A GPU transport that failed before the membership watch said which
+  // members left waits for it (bounded: DeviceRoute's grace), so that it can
+  // shrink rather than be aborted.
+  if (auto global = sets_.find(HVD_GLOBAL_PROCESS_SET); global && global->engine) {
+    global->engine->settle_device();
+  }
   if (membership_watch_) membership_watch_->stop();  // no abort() from it from now on
   auto sets = sets_.take_all();
   // Process sets first, the global set last: each stop is collective over
@@ -374,6 +431,7 @@ void Runtime::shutdown() {
     foreign_->finish(joined_, started_);
     foreign_.reset();
   }
+  if (world_.elastic) DeviceShrink::process().unbind();  // before the store goes
   fault_store_.reset();
   rendezvous_.reset();  // the stopped watch (kept: host_updates() may read it) no longer uses it
 }
@@ -455,6 +513,250 @@ Result<engine::EngineStats> Runtime::stats(int32_t set_id) const {
   auto set = member_set(set_id);
   if (!set.is_ok()) return set.status();
   return set.value()->engine->stats();
+}
+
+// The op entry points: enqueue and enqueue_group, which check an hvd_op and
+// hand it to its set's engine, and the blocking calls of the C ABI (enqueue
+// + wait + release).
+
+Result<int64_t> Runtime::enqueue(const hvd_op& op) {
+  auto set = member_set(op.process_set_id);
+  if (!set.is_ok()) return set.status();
+  const engine::ProcessSet& ps = *set.value();
+  auto entry = make_entry(op, ps);
+  if (!entry.is_ok()) return entry.status();
+  engine::Entry& e = entry.value();
+  int64_t handle = handles_.create(ps.id);
+  e.handle = handle;
+  e.enqueued = engine::Clock::now();
+  Status s = ps.engine->enqueue(e);
+  if (!s.is_ok()) {
+    handles_.discard(handle);
+    return s;
+  }
+  return handle;
+}
+
+Status Runtime::enqueue_group(std::span<const hvd_op> ops, int64_t* handles) {
+  const auto n = static_cast<int32_t>(ops.size());
+  if (handles == nullptr || n < 1) {
+    return common::invalid_argument("hvd_enqueue_group: needs n >= 1 ops and room for n handles");
+  }
+  auto set = member_set(ops[0].process_set_id);
+  if (!set.is_ok()) return set.status();
+  const engine::ProcessSet& ps = *set.value();
+  std::vector<engine::Entry> entries;
+  for (int32_t i = 0; i < n; ++i) {
+    if (ops[i].process_set_id != ps.id) {
+      return common::invalid_argument("hvd_enqueue_group: every op of a group must be on the same "
+                                      "process set (op 0 is on " + std::to_string(ps.id) +
+                                      ", op " + std::to_string(i) + " on " +
+                                      std::to_string(ops[i].process_set_id) + ")");
+    }
+    if (ops[i].op_type == HVD_OPTYPE_JOIN || ops[i].op_type == HVD_OPTYPE_BARRIER) {
+      return common::invalid_argument("hvd_enqueue_group: join and barrier cannot be grouped");
+    }
+    auto entry = make_entry(ops[i], ps);
+    if (!entry.is_ok()) {
+      return entry.status().with_context("hvd_enqueue_group: op " + std::to_string(i));
+    }
+    entries.push_back(std::move(entry).value());
+  }
+  const auto now = engine::Clock::now();
+  for (engine::Entry& e : entries) {
+    e.handle = handles_.create(ps.id);
+    e.enqueued = now;
+  }
+  std::vector<int64_t> ids;
+  for (const engine::Entry& e : entries) ids.push_back(e.handle);
+  Status s = ps.engine->enqueue_group(entries);
+  if (!s.is_ok()) {
+    for (int64_t id : ids) handles_.discard(id);
+    return s;
+  }
+  std::copy(ids.begin(), ids.end(), handles);
+  return Status::ok();
+}
+
+Status Runtime::run(const hvd_op& op) {
+  auto handle = enqueue(op);
+  if (!handle.is_ok()) return handle.status();
+  Status s = handles_.wait(handle.value(), std::nullopt);
+  (void)handles_.release(handle.value());
+  return s;
+}
+
+Status Runtime::allreduce(void* data, int64_t count, int32_t dtype, int32_t op_code) {
+  hvd_op op = in_place_op(HVD_OPTYPE_ALLREDUCE, data, &count, dtype);
+  op.reduce_op = op_code;
+  return run(op);
+}
+
+Status Runtime::broadcast(void* data, int64_t count, int32_t dtype, int root) {
+  hvd_op op = in_place_op(HVD_OPTYPE_BROADCAST, data, &count, dtype);
+  op.root_rank = root;
+  return run(op);
+}
+
+Status Runtime::allgather(const void* in, int64_t count, int32_t dtype, void* out,
+                          const int64_t* counts) {
+  auto type = to_data_type(dtype, "allgather");
+  if (!type.is_ok()) return type.status();
+  auto in_bytes = byte_size(in, count, type.value(), "allgather", "input");
+  if (!in_bytes.is_ok()) return in_bytes.status();
+  int64_t total = 0;
+  for (int r = 0; r < world_.size; ++r) {
+    int64_t n = counts != nullptr ? counts[r] : count;
+    if (n < 0 || n > kMaxElements / world_.size) {
+      return common::invalid_argument("allgather: counts[" + std::to_string(r) + "] (" +
+                                      std::to_string(n) + ") is negative or too large");
+    }
+    total += n;
+  }
+  if (counts != nullptr && counts[world_.rank] != count) {
+    return common::invalid_argument("allgather: counts[" + std::to_string(world_.rank) + "] is " +
+                                    std::to_string(counts[world_.rank]) +
+                                    " but this rank contributes " + std::to_string(count));
+  }
+  auto out_bytes = byte_size(out, total, type.value(), "allgather", "output");
+  if (!out_bytes.is_ok()) return out_bytes.status();
+
+  hvd_op op = blank_op(HVD_OPTYPE_ALLGATHER);
+  op.input = in;
+  op.shape = &count;
+  op.ndim = 1;
+  op.dtype = dtype;
+  auto handle = enqueue(op);
+  if (!handle.is_ok()) return handle.status();
+  Status s = handles_.wait(handle.value(), std::nullopt);
+  if (s.is_ok()) {
+    s = handles_.inspect(handle.value(), [&](const engine::FinishedOp& done) -> Status {
+      if (done.output.bytes != out_bytes.value()) {
+        return common::invalid_argument(
+            "allgather: the ranks contributed " +
+            std::to_string(done.output.bytes / common::data_type_size(type.value())) +
+            " elements in all, but the counts given add up to " + std::to_string(total));
+      }
+      if (done.output.bytes > 0) std::memcpy(out, done.output.data.get(), done.output.bytes);
+      return Status::ok();
+    });
+  }
+  (void)handles_.release(handle.value());
+  return s;
+}
+
+Status Runtime::barrier() { return run(blank_op(HVD_OPTYPE_BARRIER)); }
+
+// The process-set calls: add and remove are collective over every rank;
+// agree() first checks, with one allgather over the global set, that every
+// rank made the same call, so that all of them fail or succeed alike.
+
+Status Runtime::agree(const char* call, std::vector<int64_t> description) {
+  // Each rank contributes [length, description...]; the rows come back in
+  // rank order, so every rank can compare everyone's call with its own.
+  description.insert(description.begin(), static_cast<int64_t>(description.size()) + 1);
+  hvd_op op = blank_op(HVD_OPTYPE_ALLGATHER);
+  std::string name = "hvd.process_set_call." + std::to_string(process_set_calls_++);
+  op.name = name.c_str();
+  op.input = description.data();
+  int64_t rows = static_cast<int64_t>(description.size());
+  op.shape = &rows;
+  op.ndim = 1;
+  op.dtype = HVD_INT64;
+  auto handle = enqueue(op);
+  if (!handle.is_ok()) return handle.status();
+  Status s = handles_.wait(handle.value(), std::nullopt);
+  std::vector<int64_t> all;
+  if (s.is_ok()) {
+    s = handles_.inspect(handle.value(), [&](const engine::FinishedOp& done) {
+      all.resize(done.output.bytes / sizeof(int64_t));
+      if (!all.empty()) std::memcpy(all.data(), done.output.data.get(), done.output.bytes);
+      return Status::ok();
+    });
+  }
+  (void)handles_.release(handle.value());
+  HVD_RETURN_IF_ERROR(s);
+  std::string differences;
+  bool differ = false;
+  size_t at = 0;
+  for (int r = 0; r < world_.size && at < all.size(); ++r) {
+    auto length = static_cast<size_t>(std::max<int64_t>(all[at], 1));
+    std::vector<int64_t> theirs(all.begin() + static_cast<std::ptrdiff_t>(at + 1),
+                                all.begin() + static_cast<std::ptrdiff_t>(std::min(at + length, all.size())));
+    differ = differ || theirs != std::vector<int64_t>(description.begin() + 1, description.end());
+    differences += (r > 0 ? ", rank " : "rank ") + std::to_string(r) + " " +
+                   engine::shape_string(theirs);
+    at += length;
+  }
+  if (!differ) return Status::ok();
+  return common::invalid_argument(std::string(call) +
+                                  ": the ranks made different calls (op, id, ranks): " +
+                                  differences);
+}
+
+Result<int32_t> Runtime::add_process_set(std::span<const int32_t> ranks) {
+  std::lock_guard lock(process_set_mu_);
+  std::vector<int> members(ranks.begin(), ranks.end());
+  std::sort(members.begin(), members.end());
+  // Agree first, check after: every rank then fails (or succeeds) alike.
+  const int32_t id = next_set_id_;
+  std::vector<int64_t> description{1, id};
+  description.insert(description.end(), members.begin(), members.end());
+  HVD_RETURN_IF_ERROR(agree("hvd_add_process_set", std::move(description)));
+  if (members.empty()) return common::invalid_argument("hvd_add_process_set: no ranks given");
+  for (size_t i = 0; i < members.size(); ++i) {
+    if (members[i] < 0 || members[i] >= world_.size) {
+      return common::invalid_argument("hvd_add_process_set: rank " + std::to_string(members[i]) +
+                                      " is out of range for a world of size " +
+                                      std::to_string(world_.size));
+    }
+    if (i > 0 && members[i] == members[i - 1]) {
+      return common::invalid_argument("hvd_add_process_set: rank " + std::to_string(members[i]) +
+                                      " is given twice");
+    }
+  }
+  ++next_set_id_;
+
+  auto set = std::make_shared<engine::ProcessSet>();
+  set->id = id;
+  set->ranks = members;
+  auto me = std::find(members.begin(), members.end(), world_.rank);
+  set->rank = me == members.end() ? -1 : static_cast<int>(me - members.begin());
+  if (set->rank >= 0) {
+    const std::string key_prefix =
+        daemon::round_key_prefix(round_) + "ps" + std::to_string(id) + "/";
+    auto transport = connect(key_prefix, set->rank, set->size());
+    if (!transport.is_ok()) {
+      return transport.status().with_context("hvd_add_process_set: process set " +
+                                             std::to_string(id));
+    }
+    set->engine = make_engine(id, members, set->rank, key_prefix, std::move(transport).value());
+  }
+  std::shared_ptr<engine::SetEngine> engine = set->engine;
+  if (!sets_.add(std::move(set))) {
+    if (engine) engine->stop(common::aborted("hvd is shutting down"));
+    return common::aborted("hvd is shutting down");
+  }
+  if (engine && abort_.aborted()) engine->abort(abort_.reason());  // raced Runtime::abort
+  spdlog::debug("process set {} added: {} ranks", id, members.size());
+  return id;
+}
+
+Status Runtime::remove_process_set(int32_t id) {
+  std::lock_guard lock(process_set_mu_);
+  if (id == HVD_GLOBAL_PROCESS_SET) {
+    return common::invalid_argument("hvd_remove_process_set: the global process set (0) cannot "
+                                    "be removed");
+  }
+  HVD_RETURN_IF_ERROR(agree("hvd_remove_process_set", {2, id}));
+  auto set = process_set(id);
+  if (!set.is_ok()) return set.status().with_context("hvd_remove_process_set");
+  auto removed = sets_.remove(id);
+  if (removed && removed->engine) {
+    removed->engine->stop(
+        common::aborted("process set " + std::to_string(id) + " was removed"));
+  }
+  return Status::ok();
 }
 
 }  // namespace hvd::runtime

@@ -10,9 +10,9 @@
 // are enqueue + wait, so any thread may call anything in any order, and
 // ranks may submit named ops in different orders.
 //
-// Files: runtime.cc the lifecycle (init, join, connect, shutdown) and the
-// timeline; runtime_calls.cc enqueue and the blocking calls;
-// process_set_calls.cc adding and removing process sets.
+// runtime.cc holds, in this order, the lifecycle (init, join, connect,
+// shutdown), the timeline, the op entry points (enqueue and the blocking
+// calls) and the process-set calls.
 #pragma once
 
 #include <atomic>
@@ -137,9 +137,11 @@ class Runtime {
       const std::string& key_prefix, int rank, int size,
       std::shared_ptr<transports::ConnectAbort> abort = nullptr) const;
   // Elastic jobs, from the membership watch: members of this worker's round
-  // were removed. Ends the round's connect when one is in progress, else
-  // abort()s the world.
-  void members_removed(const common::Status& why);
+  // were removed (`ranks`: theirs in the round, ascending; empty when the
+  // service did not say). Ends the round's connect when one is in progress,
+  // else abort()s the world, the global set's GPU transport shrinking to the
+  // survivors first where it can (runtime/device_shrink.h).
+  void members_removed(const common::Status& why, const std::vector<int>& ranks);
   // `key_prefix` is the set's, as given to connect(): its GPU transport, if
   // it has device ops, connects under key_prefix + "gpu/".
   std::shared_ptr<engine::SetEngine> make_engine(int32_t id, const std::vector<int>& ranks,

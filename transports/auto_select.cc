@@ -1,36 +1,28 @@
 #include "transports/auto_select.h"
 
 #include <spdlog/spdlog.h>
-#include "transports/gloo/factory.h"
-#include "transports/hierarchical/factory.h"
-#include "transports/layout.h"
-#include "transports/shm/factory.h"
 
 namespace hvd::transports {
 
-Result<std::unique_ptr<Transport>> create_auto(const TransportContext& context) {
+Result<std::unique_ptr<Transport>> create_auto(const TransportContext& context,
+                                               std::span<const AutoCandidate> candidates) {
   auto layout = exchange_layout(context);
   if (!layout.is_ok()) return layout.status();
-  if (layout->cross_size == 1) {
-    TransportContext local = context;
-    local.local_size = context.size;
-    spdlog::debug("cpu transport auto: shm (rank {} of {}: every rank on one host)", context.rank,
-                  context.size);
-    return shm::create(local);
+  std::string refused;  // the last candidate's reason for not fitting
+  for (const auto& candidate : candidates) {
+    AutoFit fit = candidate.fits ? candidate.fits(*layout) : AutoFit{true, ""};
+    if (!fit.fits) {
+      refused = std::move(fit.why);
+      continue;
+    }
+    spdlog::debug("cpu transport auto: {} (rank {} of {}: {})", candidate.name, context.rank,
+                  context.size, fit.why.empty() ? refused : fit.why);
+    if (candidate.make_for_layout != nullptr) return candidate.make_for_layout(context, *layout);
+    return candidate.make(context);
   }
-  const hierarchical::Choice choice = hierarchical::choose(*layout);
-  if (choice.hierarchical) {
-    spdlog::debug("cpu transport auto: hierarchical (rank {} of {}: {})", context.rank,
-                  context.size, choice.why);
-    return hierarchical::create(context, *layout);
-  }
-  spdlog::debug("cpu transport auto: gloo (rank {} of {}: {})", context.rank, context.size,
-                choice.why);
-  return gloo::create(context);
-}
-
-void register_auto(TransportRegistry& registry) {
-  registry.add(kAutoTransport, DeviceKind::kCpu, &create_auto);
+  return common::failed_precondition("cpu transport auto: no transport fits rank " +
+                                     std::to_string(context.rank) + " of " +
+                                     std::to_string(context.size) + " (" + refused + ")");
 }
 
 }  // namespace hvd::transports

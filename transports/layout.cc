@@ -7,7 +7,7 @@
 namespace hvd::transports {
 
 std::vector<int> groups_of(const std::vector<std::string>& hosts) {
-  std::map<std::string, int> index;  // host -> cross rank
+  std::map<std::string, int> index;  // host -> host index
   std::vector<int> groups;
   groups.reserve(hosts.size());
   for (const auto& host : hosts) {
@@ -26,14 +26,23 @@ Layout layout_of_groups(const std::vector<int>& groups, int rank, const std::str
     if (g >= out.hosts.size()) out.hosts.resize(g + 1);
     out.hosts[g].push_back(static_cast<int>(r));
   }
-  out.cross_size = static_cast<int>(out.hosts.size());
-  out.cross_rank = groups.at(static_cast<size_t>(rank));
-  const auto& mine = out.hosts[static_cast<size_t>(out.cross_rank)];
+  out.host_count = static_cast<int>(out.hosts.size());
+  out.host_index = groups.at(static_cast<size_t>(rank));
+  const auto& mine = out.hosts[static_cast<size_t>(out.host_index)];
   out.local_size = static_cast<int>(mine.size());
   for (size_t i = 0; i < mine.size(); ++i) {
     if (mine[i] == rank) out.local_rank = static_cast<int>(i);
   }
-  for (const auto& h : out.hosts) out.homogeneous &= h.size() == mine.size();
+  // Horovod's cross rank: among the ranks of this local rank, in rank order.
+  const auto local = static_cast<size_t>(out.local_rank);
+  out.cross_rank = 0;
+  out.cross_size = 0;
+  for (const auto& h : out.hosts) {
+    out.homogeneous &= h.size() == mine.size();
+    if (h.size() <= local) continue;
+    ++out.cross_size;
+    if (h[local] < rank) ++out.cross_rank;
+  }
   return out;
 }
 

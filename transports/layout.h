@@ -9,12 +9,15 @@
 // reading every rank's key (N^2 key reads: issue 31). Every rank computes
 // the same layout.
 //
-// Hosts are numbered in the order of their lowest rank (cross ranks); the
-// ranks of a host in rank order (local ranks). A layout is homogeneous
-// when every host has the same number of ranks.
-//
-// Note: these cross ranks number the hosts (this rank's host among the
-// world's hosts), which is Horovod's cross rank on a homogeneous layout.
+// Hosts are numbered in the order of their lowest rank (host_index, as
+// NCCL's node beside its localRank); the ranks of a host in rank order
+// (local ranks). A layout is homogeneous when every host has the same
+// number of ranks. Its cross rank and size are Horovod's (placement.h): this
+// rank's index among the world's ranks of its local rank, in rank order, and
+// their number. On a homogeneous layout whose hosts hold blocks of
+// consecutive ranks (every hvdrun job) the cross rank is the host index and
+// the cross size the host count; hierarchical collectives number their
+// worlds by host index either way.
 #pragma once
 
 #include <string>
@@ -29,15 +32,17 @@ namespace hvd::transports {
 // This rank's placement in the world (its host the one it gave), and the
 // hosts' ranks.
 struct Layout : common::Placement {
+  int host_index = 0;  // this rank's host among the world's hosts
+  int host_count = 1;  // the world's hosts (hosts.size())
   bool homogeneous = true;
-  // For each host (by cross rank), its ranks in rank order.
+  // For each host (by host index), its ranks in rank order.
   std::vector<std::vector<int>> hosts;
 };
 
 // The layout of `rank` given every rank's host name (pure).
 Layout layout_of(const std::vector<std::string>& hosts, int rank);
 
-// Which host (by cross rank) each rank sits on, given every rank's host
+// Which host (by host index) each rank sits on, given every rank's host
 // name (pure).
 std::vector<int> groups_of(const std::vector<std::string>& hosts);
 // `groups` as text, run-length encoded: tokens joined by ',', each "n@k"

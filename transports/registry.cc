@@ -2,23 +2,7 @@
 
 #include <utility>
 
-#include "transports/auto_select.h"
-#include "transports/gloo/factory.h"
-#include "transports/hierarchical/factory.h"
-#include "transports/plugin/known_plugins.h"
-#include "transports/shm/factory.h"
-
 namespace hvd::transports {
-
-TransportRegistry TransportRegistry::with_builtins() {
-  TransportRegistry registry;
-  gloo::register_transport(registry);
-  shm::register_transport(registry);
-  hierarchical::register_transport(registry);
-  register_auto(registry);
-  plugin::register_known_plugins(registry);
-  return registry;
-}
 
 std::string_view device_kind_name(DeviceKind device) {
   return device == DeviceKind::kCuda ? "cuda" : "cpu";

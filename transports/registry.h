@@ -1,8 +1,9 @@
 // Maps transport names to factories. The runtime owns one registry (no
-// globals); built-in transports are added by their folder's register_* call,
-// so a new transport is one folder plus one line in registry.cc. Each entry
-// declares its device and whether it can run here (with the reason when
-// not): plugins loaded from their own library (transports/plugin/) may not.
+// globals), filled from the transport table (transports/table/
+// transport_table.h: builtin_registry), so a new transport is one folder
+// plus one row there. Each entry declares its device and whether it can run
+// here (with the reason when not): plugins loaded from their own library
+// (transports/plugin/) may not.
 #pragma once
 
 #include <chrono>
@@ -52,17 +53,17 @@ struct TransportInfo {
 //
 // The placement's host is the launcher's name for this rank's host
 // (layout.h: ranks that give the same name share a host); empty when
-// unknown (all such ranks count as one host). Its local_size is the ranks
-// of this world on this rank's host when the caller knows them, and
-// cross_size the hosts' number: both start at 0, unknown (placement.h),
-// unlike a Placement's. A transport that needs every rank on one host (shm)
-// refuses at once when local_size is known and below `size`, and otherwise
-// checks through the store. Plugins such as NCCL get the whole placement.
+// unknown (all such ranks count as one host). Its local and cross rank and
+// size are Horovod's (placement.h) when the caller knows them. They start
+// unknown (Placement::layout_unknown(): local_size and cross_size
+// kUnknownSize), not a Placement's world of one on one host: a process
+// set's layout is not known before its ranks exchange their hosts, and a
+// context whose size a caller sets must not claim one host. A transport
+// that needs every rank on one host (shm) refuses at once when local_size
+// is known and below `size`, and otherwise checks through the store.
+// Plugins such as NCCL get the whole placement.
 struct TransportContext : common::Placement {
-  TransportContext() {
-    local_size = 0;
-    cross_size = 0;
-  }
+  TransportContext() : common::Placement(common::Placement::layout_unknown()) {}
 
   common::Store* store = nullptr;    // peers publish and find addresses here
   std::string key_prefix;            // unique per world (job round, process set)
@@ -84,9 +85,6 @@ using DeviceWorkOpener = std::function<Result<std::unique_ptr<DeviceWork>>(
 
 class TransportRegistry {
  public:
-  // A registry holding every built-in transport.
-  static TransportRegistry with_builtins();
-
   // `probe` null: always available (the built-in CPU transports).
   // `open_device` null: the entry has no device work (CPU transports).
   void add(std::string name, DeviceKind device, TransportFactory factory,

@@ -12,7 +12,7 @@
 #include "daemon/agent/agent_requests.h"
 #include "daemon/agent/containment.h"
 #include "daemon/agent/host_info.h"
-#include "daemon/agent/job_events.h"
+#include "daemon/agent/agent_job_events.h"
 #include "daemon/agent/orphan_timer.h"
 #include "daemon/agent/supervisor.h"
 #include "proto/agent_auth.h"

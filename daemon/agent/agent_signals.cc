@@ -4,29 +4,17 @@
 
 #include <cerrno>
 
+#include "common/stop_signals.h"
+
 namespace hvd::daemon {
 
-namespace {
-
-sigset_t stop_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  return set;
-}
-
-}  // namespace
-
 void block_stop_signals() {
-  sigset_t set = stop_signals();
-  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  common::block_stop_signals();
   ::signal(SIGPIPE, SIG_IGN);
 }
 
 int wait_for_stop_signal() {
-  sigset_t set = stop_signals();
+  const sigset_t set = common::stop_signals();
   for (;;) {
     int signo = 0;
     const int rc = ::sigwait(&set, &signo);

@@ -1,5 +1,5 @@
-// The signals that stop hvd-agent (SIGTERM, SIGINT, SIGHUP). main() blocks
-// them before any thread starts (gRPC's included), so every thread inherits
+// The signals that stop hvd-agent (common/stop_signals.h: SIGTERM, SIGINT,
+// SIGHUP). main() blocks them before any thread starts (gRPC's included), so every thread inherits
 // the mask and only wait_for_stop_signal() ever takes them. Workers start
 // with every signal unblocked and at its default (child_process.cc).
 #pragma once

@@ -1,14 +1,13 @@
 #include "daemon/agent/host_info.h"
 
-#include <arpa/inet.h>
-#include <ifaddrs.h>
-#include <netinet/in.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <system_error>
+
+#include "common/local_interfaces.h"
 
 namespace hvd::daemon {
 
@@ -42,32 +41,17 @@ int default_slots(const std::string& dev_dir) {
 
 std::vector<InterfaceAddresses> network_interfaces() {
   std::vector<InterfaceAddresses> out;
-  ifaddrs* list = nullptr;
-  if (::getifaddrs(&list) != 0) return out;
-  for (ifaddrs* ifa = list; ifa != nullptr; ifa = ifa->ifa_next) {
-    if (ifa->ifa_addr == nullptr || ifa->ifa_name == nullptr) continue;
-    char text[INET6_ADDRSTRLEN] = {};
-    const int family = ifa->ifa_addr->sa_family;
-    const void* addr = nullptr;
-    if (family == AF_INET) {
-      addr = &reinterpret_cast<const sockaddr_in*>(ifa->ifa_addr)->sin_addr;
-    } else if (family == AF_INET6) {
-      addr = &reinterpret_cast<const sockaddr_in6*>(ifa->ifa_addr)->sin6_addr;
-    } else {
-      continue;
-    }
-    if (::inet_ntop(family, addr, text, sizeof(text)) == nullptr) continue;
+  for (const common::InterfaceAddress& a : common::interface_addresses()) {
     auto it = std::find_if(out.begin(), out.end(),
-                           [&](const InterfaceAddresses& i) { return i.name == ifa->ifa_name; });
+                           [&](const InterfaceAddresses& i) { return i.name == a.interface; });
     if (it == out.end()) {
-      out.push_back({ifa->ifa_name, {}});
+      out.push_back({a.interface, {}});
       it = out.end() - 1;
     }
-    if (std::find(it->addresses.begin(), it->addresses.end(), text) == it->addresses.end()) {
-      it->addresses.emplace_back(text);
+    if (std::find(it->addresses.begin(), it->addresses.end(), a.address) == it->addresses.end()) {
+      it->addresses.push_back(a.address);
     }
   }
-  ::freeifaddrs(list);
   return out;
 }
 

@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <memory>
 #include <unordered_set>
 
 #include "daemon/rendezvous/round_layout.h"
@@ -12,7 +14,6 @@ namespace hvd::daemon {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kCancelPoll = std::chrono::milliseconds(100);
 
 std::string slot_list(const std::vector<int>& slots) {
   std::string out;
@@ -24,16 +25,27 @@ std::string slot_list(const std::vector<int>& slots) {
 
 ElasticRounds::ElasticRounds(int initial_size, int min_size, MembershipEvents* events)
     : initial_size_(initial_size), min_size_(std::max(1, min_size)), events_(events) {
-  for (int slot = 0; slot < initial_size_; ++slot) members_.push_back(slot);
+  for (int slot = 0; slot < initial_size_; ++slot) {
+    members_.push_back(slot);
+    member_rank_[slot] = slot;
+  }
 }
 
 bool ElasticRounds::member_locked(int slot) const {
-  return std::find(members_.begin(), members_.end(), slot) != members_.end();
+  return member_rank_.count(slot) != 0;
 }
 
 bool ElasticRounds::ready_locked() const {
   if (static_cast<int>(joining_.size()) < min_size_) return false;
-  return missing_locked().empty();
+  // Counted, not looked up: this runs at every join (O(1) but for the
+  // few expected workers; issue 31: a set of the joiners built at every
+  // join made a 16k-rank round O(N^2)).
+  if (members_joined_ != members_.size() - lost_.size()) return false;
+  const auto now = Clock::now();
+  for (const auto& [slot, until] : expected_) {
+    if (now < until && joined_slots_.count(slot) == 0) return false;
+  }
+  return true;
 }
 
 std::vector<int> ElasticRounds::missing_locked() const {
@@ -53,7 +65,7 @@ std::vector<int> ElasticRounds::missing_locked() const {
   return missing;
 }
 
-void ElasticRounds::form_locked() {
+void ElasticRounds::form_locked(Ready& ready) {
   std::vector<Joiner> order = joining_;
   const std::unordered_set<int> members(members_.begin(), members_.end());
   auto member = [&](const Joiner& j) { return j.prev_rank >= 0 && members.count(j.slot) != 0; };
@@ -71,6 +83,7 @@ void ElasticRounds::form_locked() {
   ++round_;
   worlds_.clear();
   members_.clear();
+  member_rank_.clear();
   // Local ranks by host, in rank order; then Horovod's cross ranks.
   std::vector<JoinResult> worlds(static_cast<size_t>(n));
   std::map<std::string, int> per_host;
@@ -87,13 +100,18 @@ void ElasticRounds::form_locked() {
   for (int r = 0; r < n; ++r) {
     worlds_[order[static_cast<size_t>(r)].slot] = worlds[static_cast<size_t>(r)];
     members_.push_back(order[static_cast<size_t>(r)].slot);
+    member_rank_[order[static_cast<size_t>(r)].slot] = r;
   }
   lost_.clear();
   const auto now = Clock::now();
   std::erase_if(expected_, [&](const auto& e) { return now >= e.second || worlds_.count(e.first) != 0; });
+  for (Joiner& j : joining_) {
+    if (j.done) ready.emplace_back(std::move(j.done), worlds_.at(j.slot));
+  }
   joining_.clear();
+  joined_slots_.clear();
+  members_joined_ = 0;
   spdlog::info("rendezvous: elastic round {} formed with {} worker(s)", round_, n);
-  changed_.notify_all();
 }
 
 common::Result<JoinResult> ElasticRounds::join(int slot, int prev_rank, const std::string& host,
@@ -101,73 +119,101 @@ common::Result<JoinResult> ElasticRounds::join(int slot, int prev_rank, const st
                                                const std::function<bool()>& cancelled) {
   const auto deadline =
       Clock::now() + std::min<std::chrono::milliseconds>(timeout, std::chrono::hours(24 * 365));
-  std::unique_lock lock(mu_);
-  if (closed_) return common::Status{common::StatusCode::kCancelled, "membership is closed"};
-  for (const Joiner& j : joining_) {
-    if (j.slot == slot) {
-      return common::Status{common::StatusCode::kAlreadyExists,
-                            "slot " + std::to_string(slot) + " is already joining round " +
-                                std::to_string(round_ + 1)};
-    }
-  }
-  joining_.push_back({slot, prev_rank, host, arrivals_++, Clock::now()});
-  const int64_t target = round_ + 1;
-  if (ready_locked()) {
-    form_locked();
-  } else if (events_ != nullptr && round_ >= 0 && !(prev_rank >= 0 && member_locked(slot))) {
-    // A newcomer waits while a round runs: its members should let it in.
-    MembershipChange added;
-    added.round = round_;
-    added.hosts = {host};
-    added.slots = {slot};
-    events_->publish(std::move(added));
-  }
-  auto withdraw = [&] {
-    std::erase_if(joining_, [&](const Joiner& j) { return j.slot == slot; });
-  };
-  while (round_ < target) {
+  return wait_for_answer<common::Result<JoinResult>>(
+      [&](std::function<void(common::Result<JoinResult>)> done) {
+        return join_async(slot, prev_rank, host, std::move(done));
+      },
+      [&](uint64_t ticket, GiveUp why) { give_up(ticket, why, timeout); }, deadline, cancelled,
+      [&] { recheck(); });  // an expected worker's grace may have ended
+}
+
+uint64_t ElasticRounds::join_async(int slot, int prev_rank, const std::string& host,
+                                   JoinDone done) {
+  Ready ready;
+  uint64_t ticket = 0;
+  {
+    std::lock_guard lock(mu_);
     if (closed_) {
-      withdraw();
-      return common::Status{common::StatusCode::kCancelled, "membership is closed"};
-    }
-    const auto now = Clock::now();
-    if (now >= deadline) {
-      std::vector<int> missing = missing_locked();
-      withdraw();
-      std::string why = missing.empty() ? "fewer than the " + std::to_string(min_size_) +
-                                              " workers of --min-np joined"
-                        : round_ < 0 ? "slots " + slot_list(missing) + " did not join"
-                                     : "slots " + slot_list(missing) + " did not rejoin";
-      return common::timeout_error("timed out after " + std::to_string(timeout.count()) +
-                                   " ms waiting for elastic round " + std::to_string(target) +
-                                   ": " + why);
-    }
-    if (cancelled && cancelled()) {
-      withdraw();
-      return common::Status{common::StatusCode::kCancelled,
-                            "slot " + std::to_string(slot) + " gave up waiting"};
-    }
-    auto until = deadline;
-    if (cancelled && until - now > kCancelPoll) until = now + kCancelPoll;
-    for (const auto& e : expected_) {
-      if (e.second > now) until = std::min(until, e.second);
-    }
-    changed_.wait_until(lock, until);
-    // An expected worker's grace may have ended: the round forms without it.
-    // (Only then: joins and losses form the round themselves, and a check
-    // at every waiter's wake-up would cost O(N) per wake-up.)
-    if (round_ < target && !expected_.empty() && !joining_.empty() && ready_locked()) {
-      form_locked();
+      ready.emplace_back(std::move(done),
+                         common::Status{common::StatusCode::kCancelled, "membership is closed"});
+    } else if (joined_slots_.count(slot) != 0) {
+      ready.emplace_back(std::move(done),
+                         common::Status{common::StatusCode::kAlreadyExists,
+                                        "slot " + std::to_string(slot) +
+                                            " is already joining round " +
+                                            std::to_string(round_ + 1)});
+    } else {
+      ticket = next_ticket_++;
+      joining_.push_back({slot, prev_rank, host, arrivals_++, Clock::now(), ticket,
+                          std::move(done)});
+      joined_slots_.insert(slot);
+      if (member_locked(slot) && lost_.count(slot) == 0) ++members_joined_;
+      if (ready_locked()) {
+        form_locked(ready);
+        ticket = 0;
+      } else if (events_ != nullptr && round_ >= 0 && !(prev_rank >= 0 && member_locked(slot))) {
+        // A newcomer waits while a round runs: its members should let it in.
+        MembershipChange added;
+        added.round = round_;
+        added.hosts = {host};
+        added.slots = {slot};
+        events_->publish(std::move(added));
+      }
     }
   }
-  return worlds_.at(slot);
+  for (auto& [answer, result] : ready) answer(std::move(result));
+  return ticket;
+}
+
+void ElasticRounds::give_up(uint64_t ticket, GiveUp why, std::chrono::milliseconds waited) {
+  JoinDone done;
+  common::Status status;
+  {
+    std::lock_guard lock(mu_);
+    auto it = std::find_if(joining_.begin(), joining_.end(),
+                           [&](const Joiner& j) { return j.ticket == ticket; });
+    if (ticket == 0 || it == joining_.end() || !it->done) return;
+    done = std::move(it->done);
+    const int slot = it->slot;
+    // What it waited for, with it still counted; then it is withdrawn.
+    const std::vector<int> missing = missing_locked();
+    joining_.erase(it);
+    joined_slots_.erase(slot);
+    if (member_locked(slot) && lost_.count(slot) == 0) --members_joined_;
+    if (why == GiveUp::kTimeout) {
+      std::string because = missing.empty() ? "fewer than the " + std::to_string(min_size_) +
+                                                  " workers of --min-np joined"
+                            : round_ < 0 ? "slots " + slot_list(missing) + " did not join"
+                                         : "slots " + slot_list(missing) + " did not rejoin";
+      status = common::timeout_error("timed out after " + std::to_string(waited.count()) +
+                                     " ms waiting for elastic round " +
+                                     std::to_string(round_ + 1) + ": " + because);
+    } else {
+      status = common::Status{common::StatusCode::kCancelled,
+                              "slot " + std::to_string(slot) + " gave up waiting"};
+    }
+  }
+  done(std::move(status));
+}
+
+void ElasticRounds::recheck() {
+  Ready ready;
+  {
+    std::lock_guard lock(mu_);
+    // Only while a worker is expected: joins and losses form the round
+    // themselves, and this is O(N).
+    if (closed_ || expected_.empty() || joining_.empty() || !ready_locked()) return;
+    form_locked(ready);
+  }
+  for (auto& [answer, result] : ready) answer(std::move(result));
 }
 
 void ElasticRounds::lost(int slot) { lost(std::vector<int>{slot}); }
 
 ElasticRounds::Removal ElasticRounds::lost(const std::vector<int>& slots) {
-  std::lock_guard lock(mu_);
-  Removal removal{round_, {}};
+  Ready ready;
+  std::unique_lock lock(mu_);
+  Removal removal{round_, {}, {}};
   bool was_expected = false;
   for (int slot : slots) {
     // A member's loss is its own (a spare promoted into its slot stays
@@ -178,11 +224,15 @@ ElasticRounds::Removal ElasticRounds::lost(const std::vector<int>& slots) {
       continue;
     }
     lost_.insert(slot);
+    if (joined_slots_.count(slot) != 0) --members_joined_;  // counted no more
     removal.members.push_back(slot);
+    removal.ranks.push_back(member_rank_.at(slot));
   }
   if ((was_expected || !removal.members.empty()) && !joining_.empty() && ready_locked()) {
-    form_locked();
+    form_locked(ready);
   }
+  lock.unlock();
+  for (auto& [answer, result] : ready) answer(std::move(result));
   return removal;
 }
 
@@ -215,6 +265,17 @@ std::vector<int> ElasticRounds::lost_members(int64_t round) const {
   return {lost_.begin(), lost_.end()};
 }
 
+std::vector<int> ElasticRounds::ranks_in_round(const std::vector<int>& slots,
+                                               int64_t round) const {
+  std::lock_guard lock(mu_);
+  if (round != round_) return {};
+  std::vector<int> ranks;
+  for (int slot : slots) {
+    if (auto it = member_rank_.find(slot); it != member_rank_.end()) ranks.push_back(it->second);
+  }
+  return ranks;
+}
+
 std::optional<ElasticRounds::Forming> ElasticRounds::forming() const {
   std::lock_guard lock(mu_);
   // Only newcomers waiting is no stall: the round runs, and its members let
@@ -235,11 +296,17 @@ std::optional<ElasticRounds::Forming> ElasticRounds::forming() const {
 }
 
 void ElasticRounds::close() {
+  std::vector<Joiner> joining;
   {
     std::lock_guard lock(mu_);
     closed_ = true;
+    joining.swap(joining_);
+    joined_slots_.clear();
+    members_joined_ = 0;
   }
-  changed_.notify_all();
+  for (Joiner& j : joining) {
+    if (j.done) j.done(common::Status{common::StatusCode::kCancelled, "membership is closed"});
+  }
 }
 
 }  // namespace hvd::daemon

@@ -17,7 +17,6 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -25,8 +24,12 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
 #include <vector>
 
+#include "daemon/rendezvous/blocking_wait.h"
 #include "daemon/rendezvous/join_result.h"
 #include "common/status.h"
 #include "daemon/rendezvous/membership_events.h"
@@ -45,6 +48,21 @@ class ElasticRounds {
   common::Result<JoinResult> join(int slot, int prev_rank, const std::string& host,
                                   std::chrono::milliseconds timeout,
                                   const std::function<bool()>& cancelled);
+  // A join that holds no thread while it waits (the service's): `done` is
+  // called once with what join() would return, on this thread when it can
+  // answer at once (0 is returned then), else on the thread of the join,
+  // lost(), recheck(), close() or give_up() that ends the wait (with no
+  // lock held); a ticket otherwise.
+  using JoinDone = std::function<void(common::Result<JoinResult>)>;
+  uint64_t join_async(int slot, int prev_rank, const std::string& host, JoinDone done);
+  // Ends the waiting join `ticket`, withdrawn (nothing when it ended
+  // already): kTimeout "timed out after `waited` ms waiting for elastic
+  // round N: ..." or kCancelled.
+  using GiveUp = daemon::GiveUp;
+  void give_up(uint64_t ticket, GiveUp why, std::chrono::milliseconds waited);
+  // Forms the round when it waits only for expected workers whose grace
+  // has ended (call it when a grace of expect() ends).
+  void recheck();
   // The worker of `slot` died: the forming round no longer waits for it.
   void lost(int slot);
   // lost() for each of `slots`: the current round and those of `slots`
@@ -52,6 +70,7 @@ class ElasticRounds {
   struct Removal {
     int64_t round = -1;
     std::vector<int> members;
+    std::vector<int> ranks;  // the members' ranks in `round`, in the same order
   };
   Removal lost(const std::vector<int>& slots);
   // When workers wait to join while `slot` is a member of the current round
@@ -66,6 +85,9 @@ class ElasticRounds {
   // The members of `round` lost since it formed (empty unless it is the
   // current round): a member that starts watching late must still hear it.
   std::vector<int> lost_members(int64_t round) const;
+  // The ranks in `round` of its members `slots` (empty unless it is the
+  // current round).
+  std::vector<int> ranks_in_round(const std::vector<int>& slots, int64_t round) const;
   // The round being formed, when it holds the job up (the first round, or
   // members of the last one have left it to rejoin): since when the first
   // of those waits, who joined, and the slots it still waits for (empty: it
@@ -87,21 +109,28 @@ class ElasticRounds {
     std::string host;
     int64_t order = 0;
     std::chrono::steady_clock::time_point since;
+    uint64_t ticket = 0;
+    JoinDone done;  // empty once answered
   };
+  using Ready = std::vector<std::pair<JoinDone, common::Result<JoinResult>>>;
   bool member_locked(int slot) const;
   bool ready_locked() const;
-  void form_locked();
+  // Forms the round: every joiner's answer goes to `ready`.
+  void form_locked(Ready& ready);
   std::vector<int> missing_locked() const;
 
   const int initial_size_;
   const int min_size_;
   MembershipEvents* const events_;
   mutable std::mutex mu_;
-  std::condition_variable changed_;
+  uint64_t next_ticket_ = 1;
   int64_t round_ = -1;              // the last round formed
   std::vector<int> members_;        // its slots, by rank (before the first: the launched slots)
+  std::unordered_map<int, int> member_rank_;  // slot -> its index in members_
   std::set<int> lost_;              // members that died since
   std::vector<Joiner> joining_;     // the round forming
+  std::unordered_set<int> joined_slots_;  // their slots
+  size_t members_joined_ = 0;  // of them, members of the last round not lost
   int64_t arrivals_ = 0;
   std::map<int, JoinResult> worlds_;  // slot -> world in round_
   std::map<int, std::chrono::steady_clock::time_point> expected_;  // slot -> until when

@@ -29,6 +29,14 @@ std::chrono::milliseconds Heartbeat::interval_for(std::chrono::milliseconds time
   return std::clamp(timeout / 10, std::chrono::milliseconds(100), std::chrono::milliseconds(500));
 }
 
+std::chrono::milliseconds Heartbeat::interval_for(std::chrono::milliseconds timeout,
+                                                  int world_size) {
+  const auto base = interval_for(timeout);
+  const auto budget =
+      std::chrono::milliseconds(int64_t{std::max(world_size, 1)} * 1000 / kJobBeatsPerSecond);
+  return std::max(base, std::min(budget, timeout / 3));
+}
+
 void Heartbeat::run() {
   pthread_setname_np(pthread_self(), "hvd-heartbeat");
   std::unique_lock lock(mu_);

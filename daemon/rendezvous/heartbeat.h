@@ -54,6 +54,18 @@ class Heartbeat {
   // The interval for a liveness timeout: ten beats per timeout, at least
   // every half second and at most ten times a second.
   static std::chrono::milliseconds interval_for(std::chrono::milliseconds timeout);
+  // The whole job's beats the rendezvous serves a second, at most, as far
+  // as the timeout allows (issue 31: a beat costs the server about 50 us of
+  // CPU on the 2-core VM; 4096 a second, about 20% of a core).
+  static constexpr int kJobBeatsPerSecond = 4096;
+  // The interval of one of `world_size` ranks: interval_for(timeout), longer
+  // in a large job so that all ranks together beat at most
+  // kJobBeatsPerSecond times a second (world_size / 4096 s: 4 s at 16k
+  // ranks, 16 s at 64k), but never longer than a third of the timeout (a
+  // running worker is never late: three beats per timeout). To keep a 64k
+  // job's beats within the budget, its timeout must be at least 48 s
+  // (HVD_HEARTBEAT_TIMEOUT_SECONDS; docs/scale.md).
+  static std::chrono::milliseconds interval_for(std::chrono::milliseconds timeout, int world_size);
 
  private:
   void run();

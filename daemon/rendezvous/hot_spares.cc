@@ -1,13 +1,16 @@
 #include "daemon/rendezvous/hot_spares.h"
 
+#include "daemon/rendezvous/blocking_wait.h"
+
 #include <algorithm>
+#include <condition_variable>
+#include <memory>
 
 namespace hvd::daemon {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kCancelPoll = std::chrono::milliseconds(100);
 
 }  // namespace
 
@@ -15,36 +18,63 @@ common::Result<std::optional<int>> HotSpares::await(int spare, std::chrono::mill
                                                      const std::function<bool()>& cancelled) {
   const auto deadline =
       Clock::now() + std::min<std::chrono::milliseconds>(timeout, std::chrono::hours(24));
-  std::unique_lock lock(mu_);
-  ++waiters_[spare];
-  std::optional<int> slot;
-  common::Status status = common::Status::ok();
-  while (true) {
+  using Answer = common::Result<std::optional<int>>;
+  return wait_for_answer<Answer>(
+      [&](std::function<void(Answer)> done) { return await_async(spare, std::move(done)); },
+      [&](uint64_t ticket, GiveUp) { give_up(ticket); }, deadline, cancelled);
+}
+
+uint64_t HotSpares::await_async(int spare, AwaitDone done) {
+  std::optional<common::Result<std::optional<int>>> now;
+  uint64_t ticket = 0;
+  {
+    std::lock_guard lock(mu_);
     if (auto it = promoted_.find(spare); it != promoted_.end()) {
-      slot = it->second;
-      break;
+      now = std::optional<int>(it->second);
+    } else if (closed_) {
+      now = common::Status{common::StatusCode::kCancelled,
+                           "the job ended before this spare was promoted"};
+    } else {
+      ticket = next_ticket_++;
+      ++waiters_[spare];
+      awaiting_.emplace(ticket, Waiting{spare, std::move(done)});
     }
-    if (closed_) {
-      status = {common::StatusCode::kCancelled, "the job ended before this spare was promoted"};
-      break;
-    }
-    const auto now = Clock::now();
-    if (now >= deadline || (cancelled && cancelled())) break;
-    changed_.wait_until(lock, std::min(deadline, now + kCancelPoll));
   }
-  if (--waiters_[spare] == 0) waiters_.erase(spare);
-  if (!status.is_ok()) return status;
-  return slot;
+  if (now) done(std::move(*now));
+  return ticket;
+}
+
+void HotSpares::give_up(uint64_t ticket) {
+  AwaitDone done;
+  {
+    std::lock_guard lock(mu_);
+    auto it = awaiting_.find(ticket);
+    if (it == awaiting_.end()) return;
+    if (--waiters_[it->second.spare] == 0) waiters_.erase(it->second.spare);
+    done = std::move(it->second.done);
+    awaiting_.erase(it);
+  }
+  done(std::optional<int>());
 }
 
 bool HotSpares::promote(int spare, int slot) {
   bool waits = false;
+  std::vector<AwaitDone> ready;
   {
     std::lock_guard lock(mu_);
     promoted_[spare] = slot;
     waits = waiters_.count(spare) != 0;
+    for (auto it = awaiting_.begin(); it != awaiting_.end();) {
+      if (it->second.spare != spare) {
+        ++it;
+        continue;
+      }
+      ready.push_back(std::move(it->second.done));
+      it = awaiting_.erase(it);
+    }
+    waiters_.erase(spare);
   }
-  changed_.notify_all();
+  for (auto& done : ready) done(std::optional<int>(slot));
   return waits;
 }
 
@@ -65,11 +95,17 @@ std::vector<int> HotSpares::waiting() const {
 }
 
 void HotSpares::close() {
+  std::map<uint64_t, Waiting> awaiting;
   {
     std::lock_guard lock(mu_);
     closed_ = true;
+    awaiting.swap(awaiting_);
+    waiters_.clear();
   }
-  changed_.notify_all();
+  for (auto& [ticket, w] : awaiting) {
+    w.done(common::Status{common::StatusCode::kCancelled,
+                          "the job ended before this spare was promoted"});
+  }
 }
 
 }  // namespace hvd::daemon

@@ -6,7 +6,7 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -24,6 +24,16 @@ class HotSpares {
   // kCancelled after close().
   common::Result<std::optional<int>> await(int spare, std::chrono::milliseconds timeout,
                                            const std::function<bool()>& cancelled);
+  // An await that holds no thread while it waits (the service's): `done` is
+  // called once with what await() would return, on this thread when the
+  // spare is promoted already or the job ended (0 is returned then), else
+  // on the thread of promote(), close() or give_up() (with no lock held); a
+  // ticket otherwise.
+  using AwaitDone = std::function<void(common::Result<std::optional<int>>)>;
+  uint64_t await_async(int spare, AwaitDone done);
+  // Ends the waiting await `ticket` with no slot (the time passed, or its
+  // caller went away); nothing when it ended already.
+  void give_up(uint64_t ticket);
   // hvdrun promotes `spare` into `slot`; true when the spare waits now (it
   // joins the next round at once), false when it is still on its way to
   // hvd.init() (it gets the slot when it arrives).
@@ -35,8 +45,13 @@ class HotSpares {
   void close();
 
  private:
+  struct Waiting {
+    int spare = 0;
+    AwaitDone done;
+  };
   mutable std::mutex mu_;
-  std::condition_variable changed_;
+  std::map<uint64_t, Waiting> awaiting_;  // ticket -> a call waiting now
+  uint64_t next_ticket_ = 1;
   std::map<int, int> waiters_;   // spare -> calls waiting now
   std::map<int, int> promoted_;  // spare -> its slot
   bool closed_ = false;

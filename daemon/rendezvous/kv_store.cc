@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <memory>
 
 #include "common/printable.h"
 
@@ -114,11 +115,13 @@ Status KvStore::put_locked(int writer, const std::string& key, std::string value
 }
 
 Status KvStore::set_by(int writer, const std::string& key, std::string value) {
+  Ready ready;
   {
     std::lock_guard lock(mu_);
     HVD_RETURN_IF_ERROR(put_locked(writer, key, std::move(value)));
-    wake_locked(key);
+    wake_locked(key, ready);
   }
+  answer(ready);
   return Status::ok();
 }
 
@@ -131,57 +134,105 @@ Result<std::vector<std::string>> KvStore::get(const std::vector<std::string>& ke
                                               std::chrono::milliseconds timeout,
                                               const std::function<bool()>& cancelled) {
   using Clock = std::chrono::steady_clock;
-  constexpr auto kCancelPoll = std::chrono::milliseconds(100);
   // Clamped so that the deadline cannot overflow (about 30 years).
   const auto deadline = Clock::now() + std::min<std::chrono::milliseconds>(
                                            timeout, std::chrono::hours(24 * 365 * 30));
-  auto missing_keys = [&] {
-    std::vector<std::string> missing;
-    for (const auto& k : keys) {
-      if (values_.find(k) == values_.end()) missing.push_back(k);
+  return wait_for_answer<Answer>(
+      [&](std::function<void(Answer)> done) { return get_async(keys, std::move(done)); },
+      [&](uint64_t ticket, GiveUp why) { give_up(ticket, why, timeout); }, deadline, cancelled);
+}
+
+uint64_t KvStore::get_async(const std::vector<std::string>& keys, GetDone done) {
+  std::optional<Answer> now;
+  uint64_t ticket = 0;
+  {
+    std::lock_guard lock(mu_);
+    ticket = next_ticket_++;
+    Waiting get{keys, 0, nullptr};
+    now = evaluate_locked(ticket, get);
+    if (!now) {
+      get.done = std::move(done);
+      gets_.emplace(ticket, std::move(get));
     }
-    return missing;
-  };
-  std::unique_lock lock(mu_);
-  Waiter me;
-  size_t next = 0;  // keys before it were there when last looked at
-  for (;;) {
-    if (closed_) return Status{common::StatusCode::kCancelled, "key-value store is closed"};
+  }
+  if (now) {
+    done(std::move(*now));
+    return 0;
+  }
+  return ticket;
+}
+
+std::vector<std::string> KvStore::missing_locked(const std::vector<std::string>& keys) const {
+  std::vector<std::string> missing;
+  for (const auto& k : keys) {
+    if (values_.find(k) == values_.end()) missing.push_back(k);
+  }
+  return missing;
+}
+
+std::optional<KvStore::Answer> KvStore::evaluate_locked(uint64_t ticket, Waiting& get) {
+  const auto& keys = get.keys;
+  if (closed_) return Answer(Status{common::StatusCode::kCancelled, "key-value store is closed"});
+  size_t& next = get.next;
+  while (next < keys.size() && values_.find(keys[next]) != values_.end()) ++next;
+  if (next == keys.size()) {
+    // One found earlier may have been deleted since: look again at all.
+    next = 0;
     while (next < keys.size() && values_.find(keys[next]) != values_.end()) ++next;
     if (next == keys.size()) {
-      // One found earlier may have been deleted since: look again at all.
-      next = 0;
-      while (next < keys.size() && values_.find(keys[next]) != values_.end()) ++next;
-      if (next == keys.size()) break;
+      std::vector<std::string> out;
+      out.reserve(keys.size());
+      for (const auto& k : keys) out.push_back(values_.at(k).value);
+      return Answer(std::move(out));
     }
-    if (!aborted_.empty()) {
-      for (const auto& k : missing_keys()) {
-        if (const std::string* reason = abort_reason_locked(k)) {
-          return common::aborted("key '" + k + "' will not come: " + *reason);
-        }
+  }
+  if (!aborted_.empty()) {
+    for (const auto& k : missing_locked(keys)) {
+      if (const std::string* reason = abort_reason_locked(k)) {
+        return Answer(common::aborted("key '" + k + "' will not come: " + *reason));
       }
     }
-    // The keys are checked once more after the deadline: one may have
-    // arrived with the timeout.
-    const auto now = Clock::now();
-    if (now >= deadline) {
-      return common::timeout_error("timed out after " + std::to_string(timeout.count()) +
-                                   " ms waiting for keys: " + join_keys(missing_keys()));
-    }
-    if (cancelled && cancelled()) {
-      return Status{common::StatusCode::kCancelled,
-                    "gave up waiting for keys: " + join_keys(missing_keys())};
-    }
-    auto until = deadline;
-    if (cancelled && until - now > kCancelPoll) until = now + kCancelPoll;
-    auto waiting = waiters_.emplace(keys[next], &me);
-    me.cv.wait_until(lock, until);
-    waiters_.erase(waiting);
   }
-  std::vector<std::string> out;
-  out.reserve(keys.size());
-  for (const auto& k : keys) out.push_back(values_.at(k).value);
-  return out;
+  waiters_.emplace(keys[next], ticket);
+  return std::nullopt;
+}
+
+void KvStore::give_up(uint64_t ticket, GiveUp why, std::chrono::milliseconds waited) {
+  GetDone done;
+  Answer answer = Status::ok();
+  {
+    std::lock_guard lock(mu_);
+    auto it = gets_.find(ticket);
+    if (it == gets_.end()) return;
+    Waiting& get = it->second;
+    auto [from, to] = waiters_.equal_range(get.keys[get.next]);
+    for (auto w = from; w != to; ++w) {
+      if (w->second == ticket) {
+        waiters_.erase(w);
+        break;
+      }
+    }
+    const std::string missing = join_keys(missing_locked(get.keys));
+    answer = why == GiveUp::kTimeout
+                 ? Answer(common::timeout_error("timed out after " +
+                                                std::to_string(waited.count()) +
+                                                " ms waiting for keys: " + missing))
+                 : Answer(Status{common::StatusCode::kCancelled,
+                                 "gave up waiting for keys: " + missing});
+    done = std::move(get.done);
+    gets_.erase(it);
+  }
+  done(std::move(answer));
+}
+
+size_t KvStore::waiting_gets() const {
+  std::lock_guard lock(mu_);
+  return gets_.size();
+}
+
+void KvStore::answer(Ready& ready) {
+  for (auto& [done, result] : ready) done(std::move(result));
+  ready.clear();
 }
 
 Result<int64_t> KvStore::add(const std::string& key, int64_t delta) {
@@ -190,6 +241,7 @@ Result<int64_t> KvStore::add(const std::string& key, int64_t delta) {
 
 Result<int64_t> KvStore::add_by(int writer, const std::string& key, int64_t delta) {
   int64_t sum = 0;
+  Ready ready;
   {
     std::lock_guard lock(mu_);
     if (closed_) return Status{common::StatusCode::kCancelled, "key-value store is closed"};
@@ -204,8 +256,9 @@ Result<int64_t> KvStore::add_by(int writer, const std::string& key, int64_t delt
     }
     sum = current + delta;
     HVD_RETURN_IF_ERROR(put_locked(writer, key, std::to_string(sum)));
-    wake_locked(key);
+    wake_locked(key, ready);
   }
+  answer(ready);
   return sum;
 }
 
@@ -242,11 +295,13 @@ const std::string* KvStore::abort_reason_locked(const std::string& key) const {
 }
 
 void KvStore::abort_prefix(const std::string& prefix, const std::string& reason) {
+  Ready ready;
   {
     std::lock_guard lock(mu_);
     aborted_.emplace(prefix, reason);  // the first reason stays
-    wake_all_locked();
+    wake_all_locked(ready);
   }
+  answer(ready);
 }
 
 size_t KvStore::remove_prefix(const std::string& prefix) {
@@ -263,20 +318,39 @@ size_t KvStore::remove_prefix(const std::string& prefix) {
 }
 
 void KvStore::close() {
+  Ready ready;
   {
     std::lock_guard lock(mu_);
     closed_ = true;
-    wake_all_locked();
+    wake_all_locked(ready);
+  }
+  answer(ready);
+}
+
+void KvStore::recheck_locked(uint64_t ticket, Ready& ready) {
+  auto it = gets_.find(ticket);
+  if (it == gets_.end()) return;
+  if (auto done = evaluate_locked(ticket, it->second)) {
+    ready.emplace_back(std::move(it->second.done), std::move(*done));
+    gets_.erase(it);
   }
 }
 
-void KvStore::wake_locked(const std::string& key) {
+void KvStore::wake_locked(const std::string& key, Ready& ready) {
   auto [from, to] = waiters_.equal_range(key);
-  for (auto it = from; it != to; ++it) it->second->cv.notify_one();
+  if (from == to) return;
+  std::vector<uint64_t> tickets;
+  for (auto it = from; it != to; ++it) tickets.push_back(it->second);
+  waiters_.erase(from, to);
+  for (uint64_t ticket : tickets) recheck_locked(ticket, ready);
 }
 
-void KvStore::wake_all_locked() {
-  for (auto& [key, waiter] : waiters_) waiter->cv.notify_one();
+void KvStore::wake_all_locked(Ready& ready) {
+  waiters_.clear();
+  std::vector<uint64_t> tickets;
+  tickets.reserve(gets_.size());
+  for (const auto& [ticket, get] : gets_) tickets.push_back(ticket);
+  for (uint64_t ticket : tickets) recheck_locked(ticket, ready);
 }
 
 }  // namespace hvd::daemon

@@ -4,6 +4,9 @@
 // abort) wakes it: N ranks each waiting for N keys cost O(N) wakeups per
 // rank, not one wakeup of every waiter per set (issue 31). Served over gRPC by RendezvousService and
 // usable in-process (tests run transports over it with ranks as threads).
+// The service's gets wait with no thread (get_async): the set, abort or
+// close that ends the wait completes them; the blocking get() is one of
+// those with the caller's thread waiting for it.
 //
 // Every key has an owner: the slot whose worker wrote it first (set_by,
 // add_by), or the job (kJob: the common::Store calls, hvdrun, the service, a
@@ -17,9 +20,12 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
+#include <utility>
 #include <string>
 #include <vector>
 
+#include "daemon/rendezvous/blocking_wait.h"
 #include "common/store.h"
 
 namespace hvd::daemon {
@@ -70,6 +76,20 @@ class KvStore final : public common::Store {
   Result<std::vector<std::string>> get(const std::vector<std::string>& keys,
                                        std::chrono::milliseconds timeout,
                                        const std::function<bool()>& cancelled);
+  // A get that holds no thread while it waits: `done` is called once, with
+  // what get() would return, on this thread when it can answer at once (0
+  // is returned then), else on the thread of the set(), abort_prefix(),
+  // close() or give_up() that ends the wait (with no lock of the store
+  // held); a ticket for give_up() otherwise.
+  using GetDone = std::function<void(Result<std::vector<std::string>>)>;
+  uint64_t get_async(const std::vector<std::string>& keys, GetDone done);
+  // Ends the waiting get `ticket` (nothing when it ended already): kTimeout
+  // "timed out after `waited` ms waiting for keys: ..." or kCancelled "gave
+  // up waiting for keys: ..." naming the keys still missing.
+  using GiveUp = daemon::GiveUp;
+  void give_up(uint64_t ticket, GiveUp why, std::chrono::milliseconds waited);
+  // Gets waiting now (tests).
+  size_t waiting_gets() const;
   // kInvalidArgument when the stored value is not a decimal integer.
   Result<int64_t> add(const std::string& key, int64_t delta) override;
   Result<bool> check(const std::vector<std::string>& keys) override;
@@ -103,16 +123,29 @@ class KvStore final : public common::Store {
   void account_locked(int owner, const std::string& key, size_t old_value_bytes, bool existed,
                       size_t new_value_bytes, bool exists);
 
-  // A get waiting for one key.
-  struct Waiter {
-    std::condition_variable cv;
+  // A get waiting for one key, the first of its keys still missing (keys
+  // before `next` were there when last looked at).
+  struct Waiting {
+    std::vector<std::string> keys;
+    size_t next = 0;
+    GetDone done;
   };
-  // Wakes the gets waiting for `key`; every waiting get.
-  void wake_locked(const std::string& key);
-  void wake_all_locked();
+  using Answer = Result<std::vector<std::string>>;
+  using Ready = std::vector<std::pair<GetDone, Answer>>;
+  static void answer(Ready& ready);
+  // The answer of `get` now, or nullopt when it waits (then it waits for
+  // its key `next` in waiters_, as `ticket`).
+  std::optional<Answer> evaluate_locked(uint64_t ticket, Waiting& get);
+  std::vector<std::string> missing_locked(const std::vector<std::string>& keys) const;
+  // Looks again at the gets waiting for `key`; at every waiting get.
+  void wake_locked(const std::string& key, Ready& ready);
+  void wake_all_locked(Ready& ready);
+  void recheck_locked(uint64_t ticket, Ready& ready);
 
   mutable std::mutex mu_;
-  std::multimap<std::string, Waiter*> waiters_;  // key -> the gets waiting for it
+  std::multimap<std::string, uint64_t> waiters_;  // key -> the gets waiting for it
+  std::map<uint64_t, Waiting> gets_;              // ticket -> a waiting get
+  uint64_t next_ticket_ = 1;
   std::map<std::string, Entry> values_;
   Quota job_quota_;
   Quota slot_quota_;

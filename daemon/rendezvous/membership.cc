@@ -3,6 +3,8 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <memory>
 
 #include "daemon/rendezvous/round_layout.h"
 
@@ -11,7 +13,6 @@ namespace hvd::daemon {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kCancelPoll = std::chrono::milliseconds(100);
 
 // "rank 2 of 4 has not joined" / "ranks 1, 3 of 4 have not joined"
 std::string describe_missing(const std::vector<int>& missing, int size) {
@@ -52,90 +53,110 @@ void Membership::settle_locked() {
 Result<JoinResult> Membership::join(const common::Placement& placement, int64_t pid,
                                     std::chrono::milliseconds timeout,
                                     const std::function<bool()>& cancelled) {
+  const auto deadline = Clock::now() + std::min<std::chrono::milliseconds>(
+                                           timeout, std::chrono::hours(24 * 365 * 30));
+  return wait_for_answer<Result<JoinResult>>(
+      [&](std::function<void(Result<JoinResult>)> done) {
+        return join_async(placement, pid, std::move(done));
+      },
+      [&](uint64_t ticket, GiveUp why) { give_up(ticket, why, timeout); }, deadline, cancelled);
+}
+
+uint64_t Membership::join_async(const common::Placement& placement, int64_t pid, JoinDone done) {
   const int requested_rank = placement.rank;
   const int size = placement.size;
   const std::string& host = placement.host;
+  auto fail = [&](Status status) {
+    done(std::move(status));
+    return uint64_t{0};
+  };
   if (size_ <= 0) {
-    return common::invalid_argument("the job has no ranks (size " + std::to_string(size_) + ")");
+    return fail(common::invalid_argument("the job has no ranks (size " + std::to_string(size_) +
+                                         ")"));
   }
   if (size != size_) {
-    return common::invalid_argument("size " + std::to_string(size) +
-                                    " differs from the job's size " + std::to_string(size_));
+    return fail(common::invalid_argument("size " + std::to_string(size) +
+                                         " differs from the job's size " + std::to_string(size_)));
   }
   if (placement.local_size < 1 || placement.local_rank < 0 ||
       placement.local_rank >= placement.local_size) {
-    return common::invalid_argument("local rank " + std::to_string(placement.local_rank) +
-                                    " of local size " + std::to_string(placement.local_size) +
-                                    " is not a placement");
+    return fail(common::invalid_argument("local rank " + std::to_string(placement.local_rank) +
+                                         " of local size " + std::to_string(placement.local_size) +
+                                         " is not a placement"));
   }
   if (requested_rank < -1 || requested_rank >= size_) {
-    return common::invalid_argument("rank " + std::to_string(requested_rank) +
-                                    " is out of range for size " + std::to_string(size_));
-  }
-  const auto deadline = Clock::now() + std::min<std::chrono::milliseconds>(
-                                           timeout, std::chrono::hours(24 * 365 * 30));
-
-  std::unique_lock lock(mu_);
-  if (closed_) return Status{common::StatusCode::kCancelled, "membership is closed"};
-
-  if (joined_count_ == size_) {
-    // Every rank joined the current round, so this rank rejoins: a new world.
-    ++round_;
-    std::fill(joined_.begin(), joined_.end(), false);
-    joined_count_ = 0;
-    spdlog::info("rendezvous: round {} opened", round_);
-  }
-  int rank = requested_rank;
-  if (rank == -1) {
-    rank = static_cast<int>(std::find(joined_.begin(), joined_.end(), false) - joined_.begin());
-  } else if (joined_[rank]) {
-    return Status{common::StatusCode::kAlreadyExists,
-                  "rank " + std::to_string(rank) + " already joined round " +
-                      std::to_string(round_) + " (from " + host + ", pid " +
-                      std::to_string(pid) + ")"};
-  }
-  joined_[rank] = true;
-  placed_[static_cast<size_t>(rank)] = placement;
-  ++joined_count_;
-  if (!first_join_) first_join_ = Clock::now();
-  const int64_t my_round = round_;
-  spdlog::debug("rendezvous: rank {} joined round {} from {} (pid {}), {}/{}", rank, my_round,
-                host, pid, joined_count_, size_);
-  if (joined_count_ == size_) {
-    settle_locked();
-    changed_.notify_all();
+    return fail(common::invalid_argument("rank " + std::to_string(requested_rank) +
+                                         " is out of range for size " + std::to_string(size_)));
   }
 
-  // The round is complete once every rank joined it; a later round can only
-  // open after that.
-  auto complete_for_me = [&] { return round_ != my_round || joined_count_ == size_; };
-  auto withdraw = [&] {
+  std::vector<std::pair<JoinDone, JoinResult>> ready;  // answered once the lock is let go
+  uint64_t ticket = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (closed_) return fail(Status{common::StatusCode::kCancelled, "membership is closed"});
+    if (joined_count_ == size_) {
+      // Every rank joined the current round, so this rank rejoins: a new world.
+      ++round_;
+      std::fill(joined_.begin(), joined_.end(), false);
+      joined_count_ = 0;
+      spdlog::info("rendezvous: round {} opened", round_);
+    }
+    int rank = requested_rank;
+    if (rank == -1) {
+      rank = static_cast<int>(std::find(joined_.begin(), joined_.end(), false) - joined_.begin());
+    } else if (joined_[rank]) {
+      return fail(Status{common::StatusCode::kAlreadyExists,
+                         "rank " + std::to_string(rank) + " already joined round " +
+                             std::to_string(round_) + " (from " + host + ", pid " +
+                             std::to_string(pid) + ")"});
+    }
+    joined_[rank] = true;
+    placed_[static_cast<size_t>(rank)] = placement;
+    ++joined_count_;
+    if (!first_join_) first_join_ = Clock::now();
+    spdlog::debug("rendezvous: rank {} joined round {} from {} (pid {}), {}/{}", rank, round_,
+                  host, pid, joined_count_, size_);
+    if (joined_count_ == size_) {
+      // The round is complete: every join waiting for it is answered
+      // (worlds_ holds it: the next one cannot complete before they rejoin).
+      settle_locked();
+      ready.reserve(waiting_.size() + 1);
+      for (auto& [t, w] : waiting_) {
+        ready.emplace_back(std::move(w.done), worlds_[static_cast<size_t>(w.rank)]);
+      }
+      waiting_.clear();
+      ready.emplace_back(std::move(done), worlds_[static_cast<size_t>(rank)]);
+    } else {
+      ticket = next_ticket_++;
+      waiting_.emplace(ticket, Waiting{rank, std::move(done)});
+    }
+  }
+  for (auto& [answer, world] : ready) answer(std::move(world));
+  return ticket;
+}
+
+void Membership::give_up(uint64_t ticket, GiveUp why, std::chrono::milliseconds waited) {
+  JoinDone done;
+  Status status;
+  {
+    std::lock_guard lock(mu_);
+    auto it = waiting_.find(ticket);
+    if (it == waiting_.end()) return;
+    const int rank = it->second.rank;
+    if (why == GiveUp::kTimeout) {
+      status = common::timeout_error("timed out after " + std::to_string(waited.count()) +
+                                     " ms: " + describe_missing(missing_ranks_locked(), size_));
+    } else {
+      status = Status{common::StatusCode::kCancelled,
+                      "rank " + std::to_string(rank) + " gave up waiting for the other ranks"};
+    }
+    // Withdrawn: the rank can join again.
     joined_[rank] = false;
     --joined_count_;
-  };
-  while (!complete_for_me()) {
-    if (closed_) {
-      withdraw();
-      return Status{common::StatusCode::kCancelled, "membership is closed"};
-    }
-    const auto now = Clock::now();
-    if (now >= deadline) {
-      const auto missing = missing_ranks_locked();
-      withdraw();
-      return common::timeout_error("timed out after " + std::to_string(timeout.count()) +
-                                   " ms: " + describe_missing(missing, size_));
-    }
-    if (cancelled && cancelled()) {
-      withdraw();
-      return Status{common::StatusCode::kCancelled,
-                    "rank " + std::to_string(rank) + " gave up waiting for the other ranks"};
-    }
-    auto until = deadline;
-    if (cancelled && until - now > kCancelPoll) until = now + kCancelPoll;
-    changed_.wait_until(lock, until);
+    done = std::move(it->second.done);
+    waiting_.erase(it);
   }
-  // worlds_ holds my round: the next one cannot complete before I rejoin.
-  return worlds_[static_cast<size_t>(rank)];
+  done(std::move(status));
 }
 
 std::vector<int> Membership::missing_ranks_locked() const {
@@ -167,11 +188,19 @@ int64_t Membership::round() const {
 }
 
 void Membership::close() {
+  std::map<uint64_t, Waiting> waiting;
   {
     std::lock_guard lock(mu_);
     closed_ = true;
+    for (const auto& [ticket, w] : waiting_) {
+      joined_[w.rank] = false;
+      --joined_count_;
+    }
+    waiting.swap(waiting_);
   }
-  changed_.notify_all();
+  for (auto& [ticket, w] : waiting) {
+    w.done(Status{common::StatusCode::kCancelled, "membership is closed"});
+  }
 }
 
 }  // namespace hvd::daemon

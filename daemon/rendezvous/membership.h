@@ -7,7 +7,7 @@
 #pragma once
 
 #include <chrono>
-#include <condition_variable>
+#include <map>
 #include <cstdint>
 #include <functional>
 #include <mutex>
@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "daemon/rendezvous/blocking_wait.h"
 #include "daemon/rendezvous/join_result.h"
 #include "common/status.h"
 
@@ -39,10 +40,23 @@ class Membership {
   Result<JoinResult> join(const common::Placement& placement, int64_t pid,
                           std::chrono::milliseconds timeout);
   // Like join(); also gives up with kCancelled once `cancelled` returns true
-  // (polled every 100 ms), e.g. when the gRPC client went away.
+  // (polled every 100 ms). Both wait on join_async().
   Result<JoinResult> join(const common::Placement& placement, int64_t pid,
                           std::chrono::milliseconds timeout,
                           const std::function<bool()>& cancelled);
+
+  // A join that holds no thread while it waits (the service's): `done` is
+  // called once with what join() would return, on this thread when it can
+  // answer at once (0 is returned then: an error, or this join completed
+  // the round), else on the thread of the join that completes the round,
+  // of close() or of give_up() (with no lock held); a ticket otherwise.
+  using JoinDone = std::function<void(Result<JoinResult>)>;
+  uint64_t join_async(const common::Placement& placement, int64_t pid, JoinDone done);
+  // Ends the waiting join `ticket`, withdrawn (nothing when it ended
+  // already): kTimeout "timed out after `waited` ms: ..." naming the
+  // missing ranks, or kCancelled.
+  using GiveUp = daemon::GiveUp;
+  void give_up(uint64_t ticket, GiveUp why, std::chrono::milliseconds waited);
 
   int size() const { return size_; }
   // Ranks that have not joined the current round, ascending.
@@ -61,9 +75,15 @@ class Membership {
   // The round is complete: every rank's world, from the placements.
   void settle_locked();
 
+  struct Waiting {
+    int rank = 0;
+    JoinDone done;
+  };
+
   const int size_;
   mutable std::mutex mu_;
-  std::condition_variable changed_;
+  std::map<uint64_t, Waiting> waiting_;  // ticket -> a join waiting for the round
+  uint64_t next_ticket_ = 1;
   int64_t round_ = 0;
   std::vector<bool> joined_;  // in the current round
   std::vector<common::Placement> placed_;  // per rank, as reported in the current round

@@ -10,6 +10,7 @@ namespace hvd::daemon {
 
 struct MembershipEvents::Subscription::Queue {
   std::deque<MembershipChange> events;
+  std::function<void()> notify;  // on_change()
 };
 
 struct MembershipEvents::Subscription::State {
@@ -47,6 +48,7 @@ std::deque<MembershipChange> coalesce(std::deque<MembershipChange> events) {
     add_missing(same->hosts, e.hosts);
     add_missing(same->slots, e.slots);
     add_missing(same->member_slots, e.member_slots);
+    add_missing(same->member_ranks, e.member_ranks);
   }
   return out;
 }
@@ -65,15 +67,24 @@ MembershipEvents::Subscription::Subscription(std::shared_ptr<State> state,
 MembershipEvents::Subscription::~Subscription() {
   std::lock_guard lock(state_->mu);
   std::erase(state_->queues, queue_);
+  queue_->notify = nullptr;
 }
 
 void MembershipEvents::Subscription::deliver(MembershipChange change) {
+  std::function<void()> notify;
   {
     std::lock_guard lock(state_->mu);
     change.sequence = ++state_->sequence;
     state_->push_locked(*queue_, std::move(change));
+    notify = queue_->notify;
   }
   state_->changed.notify_all();
+  if (notify) notify();
+}
+
+void MembershipEvents::Subscription::on_change(std::function<void()> notify) {
+  std::lock_guard lock(state_->mu);
+  queue_->notify = std::move(notify);
 }
 
 std::optional<MembershipChange> MembershipEvents::Subscription::next(
@@ -107,21 +118,31 @@ std::unique_ptr<MembershipEvents::Subscription> MembershipEvents::subscribe() {
 
 int64_t MembershipEvents::publish(MembershipChange change) {
   int64_t sequence = 0;
+  std::vector<std::function<void()>> notify;
   {
     std::lock_guard lock(state_->mu);
     sequence = change.sequence = ++state_->sequence;
-    for (auto& queue : state_->queues) state_->push_locked(*queue, change);
+    for (auto& queue : state_->queues) {
+      state_->push_locked(*queue, change);
+      if (queue->notify) notify.push_back(queue->notify);
+    }
   }
   state_->changed.notify_all();
+  for (auto& n : notify) n();
   return sequence;
 }
 
 void MembershipEvents::close() {
+  std::vector<std::function<void()>> notify;
   {
     std::lock_guard lock(state_->mu);
     state_->closed = true;
+    for (auto& queue : state_->queues) {
+      if (queue->notify) notify.push_back(queue->notify);
+    }
   }
   state_->changed.notify_all();
+  for (auto& n : notify) n();
 }
 
 size_t MembershipEvents::subscribers() const {

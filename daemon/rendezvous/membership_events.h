@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -29,6 +30,7 @@ struct MembershipChange {
   // kRemoved: those of `slots` that are members of `round`: that round's
   // collectives can no longer complete.
   std::vector<int> member_slots;
+  std::vector<int> member_ranks;  // theirs in `round`
 };
 
 class MembershipEvents {
@@ -53,6 +55,11 @@ class MembershipEvents {
     std::optional<MembershipChange> next(std::chrono::milliseconds timeout);
     // close() was called.
     bool closed() const;
+    // `notify` is called (on the publisher's thread, with no lock held)
+    // after each event queued for this subscriber and at close(): a Watch
+    // stream takes its events then (next(0ms)) instead of waiting in
+    // next(). It may still run, once, as the subscription is destroyed.
+    void on_change(std::function<void()> notify);
 
    private:
     friend class MembershipEvents;

@@ -108,9 +108,11 @@ void MembershipWatch::handle(const hvd::v1::MembershipEvent& event) {
   if (members_removed_) return;
   members_removed_ = true;
   std::string hosts = join_list(event.hosts());
-  on_members_removed_(common::aborted(
-      "slot(s) " + join_list(event.member_slots()) + " of rendezvous round " +
-      std::to_string(round_) + " left the job" + (hosts.empty() ? "" : " (host(s) " + hosts + ")")));
+  on_members_removed_(
+      common::aborted("slot(s) " + join_list(event.member_slots()) + " of rendezvous round " +
+                      std::to_string(round_) + " left the job" +
+                      (hosts.empty() ? "" : " (host(s) " + hosts + ")")),
+      std::vector<int>(event.member_ranks().begin(), event.member_ranks().end()));
 }
 
 }  // namespace hvd::runtime

@@ -5,8 +5,9 @@
 // join; hosts removed) until take_updates() reads them. When a change
 // removes slots that are members of this round, its collectives can no
 // longer complete: `on_members_removed` is called (once, on the watch
-// thread) with the reason, so that the runtime fails them at once instead
-// of waiting for a transport timeout.
+// thread) with the reason and their ranks in the round (ascending; empty
+// from a service that does not say), so that the runtime fails them at once
+// instead of waiting for a transport timeout.
 //
 // A stream that fails (the service restarts, the network blips) is opened
 // again after a short, growing pause; the service then tells again of a
@@ -21,6 +22,7 @@
 #include <functional>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "common/status.h"
 #include "daemon/rendezvous/rendezvous_client.h"
@@ -33,7 +35,8 @@ class MembershipWatch {
   static constexpr int kAdded = 1;
   static constexpr int kRemoved = 2;
 
-  using OnMembersRemoved = std::function<void(const common::Status&)>;
+  using OnMembersRemoved =
+      std::function<void(const common::Status& why, const std::vector<int>& ranks)>;
 
   // Starts watching for `slot`, a member of `round`.
   MembershipWatch(RendezvousClient& client, int slot, int64_t round,

@@ -6,9 +6,12 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <mutex>
 
 #include "daemon/rendezvous/join_messages.h"
 #include "daemon/rendezvous/round_keys.h"
+#include "daemon/rendezvous/waiting_call.h"
+#include "daemon/rendezvous/watch_stream.h"
 #include "proto/refusal_log.h"
 #include "proto/rpc_auth.h"
 #include "proto/rpc_status.h"
@@ -32,27 +35,47 @@ const std::map<std::string, int> kRendezvousLimits = {
     {"Join", 8 << 10},     {"Set", 16 << 20},    {"Get", kKeysRequestBytes},
     {"Add", 8 << 10},      {"Check", kKeysRequestBytes}, {"Delete", 8 << 10},
     {"Heartbeat", 4 << 10}, {"Watch", 1 << 10},  {"AwaitPromotion", 8 << 10}};
-// How often a Watch stream with nothing to write checks for cancellation
-// (a watcher gone is noticed within it; close() ends the streams at once).
-// Every elastic worker holds a stream, each a server thread that wakes this
-// often: at 100 ms, 4096 streams alone took most of a core (issue 31).
-constexpr milliseconds kCancelPoll{1'000};
 // How long a forming round waits for a promoted spare that was waiting (it
 // joins within milliseconds; on a loaded host it may take longer, and then
 // joins the round after).
 constexpr milliseconds kSpareJoinGrace{3'000};
 
 // min(requested, the call's deadline), 30 s when not positive, at most 1 h.
-milliseconds wait_budget(const grpc::ServerContext& ctx, int64_t timeout_ms) {
+milliseconds wait_budget(std::chrono::system_clock::time_point deadline, int64_t timeout_ms) {
   milliseconds wait = timeout_ms > 0 ? milliseconds(std::min<int64_t>(timeout_ms, kMaxWait.count()))
                                      : kDefaultWait;
-  const auto deadline = ctx.deadline();
   const auto now = std::chrono::system_clock::now();
   if (deadline <= now) return milliseconds(0);
   if (deadline - now < wait) {
     wait = std::chrono::duration_cast<milliseconds>(deadline - now);
   }
   return wait;
+}
+
+// The call as the handlers see it.
+RendezvousService::Call call_of(const grpc::CallbackServerContext& ctx) {
+  RendezvousService::Call call;
+  const auto& metadata = ctx.client_metadata();
+  auto it = metadata.find(proto::kAuthMetadataKey);
+  if (it != metadata.end()) call.authorization = std::string(it->second.data(), it->second.size());
+  call.deadline = ctx.deadline();
+  return call;
+}
+
+grpc::ServerUnaryReactor* finished(grpc::CallbackServerContext* ctx, grpc::Status status) {
+  auto* reactor = ctx->DefaultReactor();
+  reactor->Finish(std::move(status));
+  return reactor;
+}
+
+// A waiting call: the handler `start` gets what finishes it and gives back
+// what cancels its wait.
+template <typename Start>
+grpc::ServerUnaryReactor* waiting(Start start) {
+  auto* call = new WaitingCall();
+  call->set_cancel(start(call->finisher()));
+  call->release();
+  return call;
 }
 
 grpc::Status invalid(std::string message) {
@@ -108,23 +131,15 @@ grpc::Status store_refusal(const char* method, const common::Status& status) {
   }
 }
 
-hvd::v1::MembershipEvent to_proto(const MembershipChange& change) {
-  hvd::v1::MembershipEvent event;
-  event.set_sequence(change.sequence);
-  event.set_round(change.round);
-  event.set_kind(change.kind == MembershipChange::Kind::kAdded ? hvd::v1::MembershipEvent::ADDED
-                                                               : hvd::v1::MembershipEvent::REMOVED);
-  for (const auto& host : change.hosts) event.add_hosts(host);
-  for (int slot : change.slots) event.add_slots(slot);
-  for (int slot : change.member_slots) event.add_member_slots(slot);
-  return event;
-}
-
 }  // namespace
 
 ServerOptions rendezvous_server_options() {
   ServerOptions options;
   options.stream_window_bytes = kRendezvousStreamWindowBytes;
+  // A ping unanswered for 5 s closed the connections of a 64k-rank job's
+  // busy clients in the middle of its key exchange (issue 31); a vanished
+  // worker is found by its agent and its heartbeats anyway.
+  options.keepalive_timeout_ms = kRendezvousKeepaliveTimeoutMs;
   return options;
 }
 
@@ -191,14 +206,53 @@ grpc::Status RendezvousService::admit(const std::string& method,
   return grpc::Status::OK;
 }
 
-std::optional<Caller> RendezvousService::caller_of(const grpc::ServerContext& ctx) const {
-  const auto& metadata = ctx.client_metadata();
-  auto it = metadata.find(proto::kAuthMetadataKey);
-  if (it == metadata.end()) return std::nullopt;
-  auto credential =
-      proto::bearer_credential(std::string_view(it->second.data(), it->second.size()));
+std::optional<Caller> RendezvousService::caller_of(const Call& call) const {
+  if (!call.authorization) return std::nullopt;
+  auto credential = proto::bearer_credential(*call.authorization);
   if (!credential) return std::nullopt;
   return credentials_.caller(*credential);
+}
+
+struct RendezvousService::Wait {
+  std::mutex mu;
+  uint64_t timer = 0;
+  bool done = false;
+};
+
+std::shared_ptr<RendezvousService::Wait> RendezvousService::start_wait(Done& done) {
+  auto wait = std::make_shared<Wait>();
+  waiting_.fetch_add(1, std::memory_order_relaxed);
+  done = [this, wait, finish = std::move(done)](grpc::Status status) {
+    uint64_t timer = 0;
+    {
+      std::lock_guard lock(wait->mu);
+      wait->done = true;
+      std::swap(timer, wait->timer);
+    }
+    if (timer != 0) timer_.cancel(timer);
+    waiting_.fetch_sub(1, std::memory_order_relaxed);
+    finish(std::move(status));
+  };
+  return wait;
+}
+
+RendezvousService::Cancel RendezvousService::arm(const std::shared_ptr<Wait>& wait,
+                                                 milliseconds budget,
+                                                 std::function<void(bool)> give_up) {
+  {
+    std::lock_guard lock(wait->mu);
+    if (wait->done) return {};
+  }
+  const uint64_t timer =
+      timer_.at(WaitTimer::Clock::now() + budget, [give_up] { give_up(/*timed_out=*/true); });
+  bool done = false;
+  {
+    std::lock_guard lock(wait->mu);
+    done = wait->done;
+    if (!done) wait->timer = timer;
+  }
+  if (done) timer_.cancel(timer);
+  return [give_up] { give_up(/*timed_out=*/false); };
 }
 
 void RendezvousService::enable_elastic(int min_size, int slots) {
@@ -234,6 +288,7 @@ void RendezvousService::hosts_changed(std::vector<std::string> added_hosts,
     auto removal = rounds_->lost(removed_slots);
     removed.round = removal.round;
     removed.member_slots = std::move(removal.members);
+    removed.member_ranks = std::move(removal.ranks);
     if (removal.round >= 0 && !removed.member_slots.empty()) {
       // Keys its lost members did not write will never come: whoever waits
       // for them (a transport of that round still connecting) stops now and
@@ -247,6 +302,7 @@ void RendezvousService::hosts_changed(std::vector<std::string> added_hosts,
   } else {
     removed.round = membership_.round();
     removed.member_slots = removed_slots;  // every slot is a member of a fixed-size job
+    removed.member_ranks = removed_slots;  // whose ranks are its slots
   }
   for (int slot : removed_slots) liveness_.left(slot);
   removed.hosts = std::move(removed_hosts);
@@ -264,56 +320,84 @@ void RendezvousService::hosts_changed(std::vector<std::string> added_hosts,
 bool RendezvousService::promote_spare(int spare, int slot) {
   const bool waits = spares_.promote(spare, slot);
   promotions_.fetch_add(1, std::memory_order_relaxed);
-  if (waits && rounds_) rounds_->expect(slot, kSpareJoinGrace);
+  if (waits && rounds_) {
+    rounds_->expect(slot, kSpareJoinGrace);
+    // When its grace ends, the round forms without it (if it waits only
+    // for it): no waiting join wakes up to look.
+    timer_.at(WaitTimer::Clock::now() + kSpareJoinGrace + milliseconds(1),
+              [this] { rounds_->recheck(); });
+  }
   spdlog::info("rendezvous: spare {} promoted into slot {}{}", spare, slot,
                waits ? "" : " (it has not reached hvd.init() yet)");
   return waits;
 }
 
-grpc::Status RendezvousService::Join(grpc::ServerContext* ctx, const hvd::v1::JoinRequest* req,
-                                     hvd::v1::JoinReply* reply) {
-  auto auth = gate_.admitted("Join", *req);
-  if (!auth.ok()) return auth;
-  const auto caller = caller_of(*ctx);
-  if (!caller) return unknown_caller("Join");
-  if (auto why = rights_.may_join(*caller, req->rank())) return denied("Join", *why);
-  const common::Placement placement = from_request(*req);
-  if (rounds_ && (req->rank() < 0 || req->rank() >= slots_)) {
-    return invalid("slot " + std::to_string(req->rank()) + " is out of range for " +
-                   std::to_string(slots_) + " slots");
+RendezvousService::Cancel RendezvousService::join(const Call& call,
+                                                  const hvd::v1::JoinRequest& req,
+                                                  hvd::v1::JoinReply* reply, Done done) {
+  auto refuse = [&](grpc::Status status) {
+    done(std::move(status));
+    return Cancel();
+  };
+  auto auth = gate_.admitted("Join", req);
+  if (!auth.ok()) return refuse(auth);
+  const auto caller = caller_of(call);
+  if (!caller) return refuse(unknown_caller("Join"));
+  if (auto why = rights_.may_join(*caller, req.rank())) return refuse(denied("Join", *why));
+  const common::Placement placement = from_request(req);
+  if (rounds_ && (req.rank() < 0 || req.rank() >= slots_)) {
+    return refuse(invalid("slot " + std::to_string(req.rank()) + " is out of range for " +
+                          std::to_string(slots_) + " slots"));
   }
   // hvdrun tells a starting worker that waits for its round from one that
   // has not reached hvd.init() (docs/elastic.md, "Liveness before the round").
-  if (rounds_) liveness_.arrived(req->rank());
-  auto cancelled = [ctx] { return ctx->IsCancelled(); };
-  const auto budget = wait_budget(*ctx, req->timeout_ms());
-  auto result = rounds_ ? rounds_->join(req->rank(), req->prev_rank(), req->host(), budget,
-                                        cancelled)
-                        : membership_.join(placement, req->pid(), budget, cancelled);
-  if (!result.is_ok()) {
-    spdlog::debug("rendezvous: Join of rank {} from {} failed: {}", req->rank(), req->host(),
-                  result.status().to_string());
-    return proto::to_grpc(result.status());
-  }
-  to_reply(*result, reply);
-  // Liveness by slot: the rank a worker was launched as (the same as its
-  // rank outside elastic jobs).
-  const int slot = rounds_ ? req->rank() : result->rank;
-  liveness_.joined(slot, std::chrono::steady_clock::now());
-  rights_.joined(slot, result->round);
-  if (result->round > 0) {
-    // Every rank has left the round before this one: its keys go.
-    size_t removed = store_.remove_prefix(round_key_prefix(result->round - 1));
-    if (removed > 0) {
-      spdlog::debug("rendezvous: deleted {} key(s) of round {}", removed, result->round - 1);
+  if (rounds_) liveness_.arrived(req.rank());
+  const auto budget = wait_budget(call.deadline, req.timeout_ms());
+  auto wait = start_wait(done);
+  auto joined = [this, reply, done, elastic = rounds_ != nullptr, requested = req.rank(),
+                 host = req.host()](common::Result<JoinResult> result) {
+    if (!result.is_ok()) {
+      spdlog::debug("rendezvous: Join of rank {} from {} failed: {}", requested, host,
+                    result.status().to_string());
+      done(proto::to_grpc(result.status()));
+      return;
     }
+    to_reply(*result, reply);
+    // Liveness by slot: the rank a worker was launched as (the same as its
+    // rank outside elastic jobs).
+    const int slot = elastic ? requested : result->rank;
+    liveness_.joined(slot, std::chrono::steady_clock::now());
+    rights_.joined(slot, result->round);
+    if (result->round > 0) {
+      // Every rank has left the round before this one: its keys go.
+      size_t removed = store_.remove_prefix(round_key_prefix(result->round - 1));
+      if (removed > 0) {
+        spdlog::debug("rendezvous: deleted {} key(s) of round {}", removed, result->round - 1);
+      }
+    }
+    done(grpc::Status::OK);
+  };
+  if (rounds_) {
+    const uint64_t ticket =
+        rounds_->join_async(req.rank(), req.prev_rank(), req.host(), std::move(joined));
+    if (ticket == 0) return {};
+    return arm(wait, budget, [this, ticket, budget](bool timed_out) {
+      rounds_->give_up(ticket,
+                       timed_out ? ElasticRounds::GiveUp::kTimeout
+                                 : ElasticRounds::GiveUp::kCancelled,
+                       budget);
+    });
   }
-  return grpc::Status::OK;
+  const uint64_t ticket = membership_.join_async(placement, req.pid(), std::move(joined));
+  if (ticket == 0) return {};
+  return arm(wait, budget, [this, ticket, budget](bool timed_out) {
+    membership_.give_up(
+        ticket, timed_out ? Membership::GiveUp::kTimeout : Membership::GiveUp::kCancelled, budget);
+  });
 }
 
-grpc::Status RendezvousService::Set(grpc::ServerContext* ctx, const hvd::v1::SetRequest* req,
-                                    hvd::v1::SetReply* /*reply*/) {
-  const auto caller = caller_of(*ctx);
+grpc::Status RendezvousService::set(const Call& call, hvd::v1::SetRequest& req) {
+  const auto caller = caller_of(call);
   if (!caller) return unknown_caller("Set");
   // The caller's lane, taken on the call's headers (admit()), is given back
   // when this returns, whatever it answers.
@@ -322,114 +406,125 @@ grpc::Status RendezvousService::Set(grpc::ServerContext* ctx, const hvd::v1::Set
     int lane;
     ~LeaveLane() { lanes.leave(lane); }
   } leave{set_lanes_, rights_.slot_of(*caller).value_or(KvStore::kJob)};
-  auto auth = gate_.admitted("Set", *req);
+  auto auth = gate_.admitted("Set", req);
   if (!auth.ok()) return auth;
-  auto s = check_key(req->key());
+  auto s = check_key(req.key());
   if (!s.ok()) return s;
   // The value is the handler's to consume: it moves into the store, or,
   // refused, is freed now rather than when gRPC destroys the request (after
   // the reply: a flood's next request may have arrived by then).
-  std::string value = std::move(*const_cast<hvd::v1::SetRequest*>(req)->mutable_value());
+  std::string value = std::move(*req.mutable_value());
   const size_t bytes = value.size();
   grpc::Status done;
-  if (auto why = rights_.may_write(*caller, req->key())) {
+  if (auto why = rights_.may_write(*caller, req.key())) {
     done = denied("Set", *why);
   } else {
     const int writer = rights_.slot_of(*caller).value_or(KvStore::kJob);
-    done = store_refusal("Set", store_.set_by(writer, req->key(), std::move(value)));
+    done = store_refusal("Set", store_.set_by(writer, req.key(), std::move(value)));
   }
   if (!done.ok()) rights_.refused(*caller, bytes, done.error_message());
   return done;
 }
 
-grpc::Status RendezvousService::Get(grpc::ServerContext* ctx, const hvd::v1::GetRequest* req,
-                                    hvd::v1::GetReply* reply) {
-  auto auth = gate_.admitted("Get", *req);
-  if (!auth.ok()) return auth;
-  auto s = check_keys(req->keys());
-  if (!s.ok()) return s;
-  std::vector<std::string> keys(req->keys().begin(), req->keys().end());
-  auto result = store_.get(keys, wait_budget(*ctx, req->timeout_ms()),
-                           [ctx] { return ctx->IsCancelled(); });
-  if (!result.is_ok()) return proto::to_grpc(result.status());
-  for (auto& value : result.value()) reply->add_values(std::move(value));
-  return grpc::Status::OK;
+RendezvousService::Cancel RendezvousService::get(const Call& call, const hvd::v1::GetRequest& req,
+                                                 hvd::v1::GetReply* reply, Done done) {
+  auto auth = gate_.admitted("Get", req);
+  if (auth.ok()) auth = check_keys(req.keys());
+  if (!auth.ok()) {
+    done(auth);
+    return {};
+  }
+  std::vector<std::string> keys(req.keys().begin(), req.keys().end());
+  const auto budget = wait_budget(call.deadline, req.timeout_ms());
+  auto wait = start_wait(done);
+  const uint64_t ticket =
+      store_.get_async(keys, [reply, done](common::Result<std::vector<std::string>> result) {
+        if (!result.is_ok()) {
+          done(proto::to_grpc(result.status()));
+          return;
+        }
+        for (auto& value : result.value()) reply->add_values(std::move(value));
+        done(grpc::Status::OK);
+      });
+  if (ticket == 0) return {};
+  return arm(wait, budget, [this, ticket, budget](bool timed_out) {
+    store_.give_up(ticket, timed_out ? KvStore::GiveUp::kTimeout : KvStore::GiveUp::kCancelled,
+                   budget);
+  });
 }
 
-grpc::Status RendezvousService::Add(grpc::ServerContext* ctx, const hvd::v1::AddRequest* req,
+grpc::Status RendezvousService::add(const Call& call, const hvd::v1::AddRequest& req,
                                     hvd::v1::AddReply* reply) {
-  auto auth = gate_.admitted("Add", *req);
+  auto auth = gate_.admitted("Add", req);
   if (!auth.ok()) return auth;
-  auto s = check_key(req->key());
+  auto s = check_key(req.key());
   if (!s.ok()) return s;
-  const auto caller = caller_of(*ctx);
+  const auto caller = caller_of(call);
   if (!caller) return unknown_caller("Add");
-  if (auto why = rights_.may_write(*caller, req->key())) return denied("Add", *why);
+  if (auto why = rights_.may_write(*caller, req.key())) return denied("Add", *why);
   const int writer = rights_.slot_of(*caller).value_or(KvStore::kJob);
-  auto result = store_.add_by(writer, req->key(), req->delta());
+  auto result = store_.add_by(writer, req.key(), req.delta());
   if (!result.is_ok()) return store_refusal("Add", result.status());
   reply->set_value(result.value());
   return grpc::Status::OK;
 }
 
-grpc::Status RendezvousService::Check(grpc::ServerContext* ctx, const hvd::v1::CheckRequest* req,
+grpc::Status RendezvousService::check(const Call& /*call*/, const hvd::v1::CheckRequest& req,
                                       hvd::v1::CheckReply* reply) {
-  auto auth = gate_.admitted("Check", *req);
+  auto auth = gate_.admitted("Check", req);
   if (!auth.ok()) return auth;
-  auto s = check_keys(req->keys());
+  auto s = check_keys(req.keys());
   if (!s.ok()) return s;
-  std::vector<std::string> keys(req->keys().begin(), req->keys().end());
+  std::vector<std::string> keys(req.keys().begin(), req.keys().end());
   auto result = store_.check(keys);
   if (!result.is_ok()) return proto::to_grpc(result.status());
   reply->set_ready(result.value());
   return grpc::Status::OK;
 }
 
-grpc::Status RendezvousService::Delete(grpc::ServerContext* ctx,
-                                       const hvd::v1::DeleteRequest* req,
+grpc::Status RendezvousService::remove(const Call& call, const hvd::v1::DeleteRequest& req,
                                        hvd::v1::DeleteReply* reply) {
-  auto auth = gate_.admitted("Delete", *req);
+  auto auth = gate_.admitted("Delete", req);
   if (!auth.ok()) return auth;
-  auto s = check_key(req->key());
+  auto s = check_key(req.key());
   if (!s.ok()) return s;
-  const auto caller = caller_of(*ctx);
+  const auto caller = caller_of(call);
   if (!caller) return unknown_caller("Delete");
-  if (auto why = rights_.may_write(*caller, req->key())) return denied("Delete", *why);
+  if (auto why = rights_.may_write(*caller, req.key())) return denied("Delete", *why);
   const int writer = rights_.slot_of(*caller).value_or(KvStore::kJob);
-  auto result = store_.remove_by(writer, req->key());
+  auto result = store_.remove_by(writer, req.key());
   if (!result.is_ok()) return store_refusal("Delete", result.status());
   reply->set_deleted(result.value());
   return grpc::Status::OK;
 }
 
-grpc::Status RendezvousService::Heartbeat(grpc::ServerContext* ctx,
-                                          const hvd::v1::HeartbeatRequest* req,
+grpc::Status RendezvousService::heartbeat(const Call& call, const hvd::v1::HeartbeatRequest& req,
                                           hvd::v1::HeartbeatReply* reply) {
-  auto auth = gate_.admitted("Heartbeat", *req);
+  auto auth = gate_.admitted("Heartbeat", req);
   if (!auth.ok()) return auth;
   const int bound = rounds_ ? slots_ : membership_.size();
-  if (req->rank() < 0 || req->rank() >= bound) {
-    return invalid("rank " + std::to_string(req->rank()) + " is out of range for size " +
+  if (req.rank() < 0 || req.rank() >= bound) {
+    return invalid("rank " + std::to_string(req.rank()) + " is out of range for size " +
                    std::to_string(bound));
   }
-  const auto caller = caller_of(*ctx);
+  const auto caller = caller_of(call);
   if (!caller) return unknown_caller("Heartbeat");
-  if (auto why = rights_.may_heartbeat(*caller, req->rank())) {
+  if (auto why = rights_.may_heartbeat(*caller, req.rank())) {
     return denied("Heartbeat", *why);
   }
-  if (req->leaving()) {
-    liveness_.left(req->rank());
+  if (req.leaving()) {
+    liveness_.left(req.rank());
   } else {
-    liveness_.beat(req->rank(), std::chrono::steady_clock::now());
-    if (req->has_round_start() && req->round_start() >= 0) {
-      commits_.restarted(req->rank(), req->round(), req->round_start());
+    liveness_.beat(req.rank(), std::chrono::steady_clock::now());
+    if (req.has_round_start() && req.round_start() >= 0) {
+      commits_.restarted(req.rank(), req.round(), req.round_start());
     }
-    if (req->has_commit() && req->commit() >= 0) {
-      commits_.held(req->rank(), req->round(), req->commit());
-      rank_stats_.committed(req->rank(), req->commit());
+    if (req.has_commit() && req.commit() >= 0) {
+      commits_.held(req.rank(), req.round(), req.commit());
+      rank_stats_.committed(req.rank(), req.commit());
     }
-    if (req->has_stats()) {
-      rank_stats_.reported(req->rank(), req->round(), req->stats(),
+    if (req.has_stats()) {
+      rank_stats_.reported(req.rank(), req.round(), req.stats(),
                            std::chrono::steady_clock::now());
     }
   }
@@ -437,11 +532,95 @@ grpc::Status RendezvousService::Heartbeat(grpc::ServerContext* ctx,
   return grpc::Status::OK;
 }
 
-grpc::Status RendezvousService::Watch(grpc::ServerContext* ctx,
-                                      const hvd::v1::MembershipWatchRequest* req,
-                                      grpc::ServerWriter<hvd::v1::MembershipEvent>* writer) {
+RendezvousService::Cancel RendezvousService::await_promotion(const Call& call,
+                                                             const hvd::v1::PromotionRequest& req,
+                                                             hvd::v1::PromotionReply* reply,
+                                                             Done done) {
+  auto refuse = [&](grpc::Status status) {
+    done(std::move(status));
+    return Cancel();
+  };
+  auto auth = gate_.admitted("AwaitPromotion", req);
+  if (!auth.ok()) return refuse(auth);
+  if (!rounds_ || req.spare() < slots_) {
+    return refuse(invalid("spare " + std::to_string(req.spare()) +
+                          (rounds_ ? " is below the job's " + std::to_string(slots_) + " slots"
+                                   : " in a job that is not elastic")));
+  }
+  const auto caller = caller_of(call);
+  if (!caller) return refuse(unknown_caller("AwaitPromotion"));
+  if (auto why = rights_.may_await_promotion(*caller, req.spare())) {
+    return refuse(denied("AwaitPromotion", *why));
+  }
+  const auto budget = wait_budget(call.deadline, req.timeout_ms());
+  auto wait = start_wait(done);
+  const uint64_t ticket =
+      spares_.await_async(req.spare(), [reply, done](common::Result<std::optional<int>> slot) {
+        if (!slot.is_ok()) {
+          done(proto::to_grpc(slot.status()));
+          return;
+        }
+        reply->set_promoted(slot->has_value());
+        if (slot->has_value()) reply->set_slot(**slot);
+        done(grpc::Status::OK);
+      });
+  if (ticket == 0) return {};
+  return arm(wait, budget, [this, ticket](bool) { spares_.give_up(ticket); });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Join(grpc::CallbackServerContext* ctx,
+                                                  const hvd::v1::JoinRequest* req,
+                                                  hvd::v1::JoinReply* reply) {
+  return waiting([&](Done done) { return join(call_of(*ctx), *req, reply, std::move(done)); });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Set(grpc::CallbackServerContext* ctx,
+                                                 const hvd::v1::SetRequest* req,
+                                                 hvd::v1::SetReply* /*reply*/) {
+  return finished(ctx, set(call_of(*ctx), const_cast<hvd::v1::SetRequest&>(*req)));
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Get(grpc::CallbackServerContext* ctx,
+                                                 const hvd::v1::GetRequest* req,
+                                                 hvd::v1::GetReply* reply) {
+  return waiting([&](Done done) { return get(call_of(*ctx), *req, reply, std::move(done)); });
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Add(grpc::CallbackServerContext* ctx,
+                                                 const hvd::v1::AddRequest* req,
+                                                 hvd::v1::AddReply* reply) {
+  return finished(ctx, add(call_of(*ctx), *req, reply));
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Check(grpc::CallbackServerContext* ctx,
+                                                   const hvd::v1::CheckRequest* req,
+                                                   hvd::v1::CheckReply* reply) {
+  return finished(ctx, check(call_of(*ctx), *req, reply));
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Delete(grpc::CallbackServerContext* ctx,
+                                                    const hvd::v1::DeleteRequest* req,
+                                                    hvd::v1::DeleteReply* reply) {
+  return finished(ctx, remove(call_of(*ctx), *req, reply));
+}
+
+grpc::ServerUnaryReactor* RendezvousService::Heartbeat(grpc::CallbackServerContext* ctx,
+                                                       const hvd::v1::HeartbeatRequest* req,
+                                                       hvd::v1::HeartbeatReply* reply) {
+  return finished(ctx, heartbeat(call_of(*ctx), *req, reply));
+}
+
+grpc::ServerUnaryReactor* RendezvousService::AwaitPromotion(grpc::CallbackServerContext* ctx,
+                                                            const hvd::v1::PromotionRequest* req,
+                                                            hvd::v1::PromotionReply* reply) {
+  return waiting(
+      [&](Done done) { return await_promotion(call_of(*ctx), *req, reply, std::move(done)); });
+}
+
+grpc::ServerWriteReactor<hvd::v1::MembershipEvent>* RendezvousService::Watch(
+    grpc::CallbackServerContext* ctx, const hvd::v1::MembershipWatchRequest* req) {
   auto auth = gate_.admitted("Watch", *req);
-  if (!auth.ok()) return auth;
+  if (!auth.ok()) return new WatchStream(std::move(auth));
   auto subscription = events_.subscribe();
   // What it must know already: a worker that waits to join its round.
   if (rounds_) {
@@ -453,46 +632,14 @@ grpc::Status RendezvousService::Watch(grpc::ServerContext* ctx,
       removed.kind = MembershipChange::Kind::kRemoved;
       removed.round = req->round();
       removed.slots = lost;
+      removed.member_ranks = rounds_->ranks_in_round(lost, req->round());
       removed.member_slots = std::move(lost);
       subscription->deliver(std::move(removed));
     }
   }
   spdlog::debug("rendezvous: slot {} of round {} watches membership from {}", req->slot(),
                 req->round(), ctx->peer());
-  while (!ctx->IsCancelled()) {
-    auto change = subscription->next(kCancelPoll);
-    if (!change) {
-      if (subscription->closed()) return {grpc::StatusCode::CANCELLED, "the rendezvous is closing"};
-      continue;
-    }
-    // Changes of an earlier round are part of the watcher's round already.
-    if (change->round < req->round()) continue;
-    if (!writer->Write(to_proto(*change))) break;
-  }
-  return {grpc::StatusCode::CANCELLED, "the watcher went away"};
-}
-
-grpc::Status RendezvousService::AwaitPromotion(grpc::ServerContext* ctx,
-                                               const hvd::v1::PromotionRequest* req,
-                                               hvd::v1::PromotionReply* reply) {
-  auto auth = gate_.admitted("AwaitPromotion", *req);
-  if (!auth.ok()) return auth;
-  if (!rounds_ || req->spare() < slots_) {
-    return invalid("spare " + std::to_string(req->spare()) +
-                   (rounds_ ? " is below the job's " + std::to_string(slots_) + " slots"
-                            : " in a job that is not elastic"));
-  }
-  const auto caller = caller_of(*ctx);
-  if (!caller) return unknown_caller("AwaitPromotion");
-  if (auto why = rights_.may_await_promotion(*caller, req->spare())) {
-    return denied("AwaitPromotion", *why);
-  }
-  auto slot = spares_.await(req->spare(), wait_budget(*ctx, req->timeout_ms()),
-                            [ctx] { return ctx->IsCancelled(); });
-  if (!slot.is_ok()) return proto::to_grpc(slot.status());
-  reply->set_promoted(slot->has_value());
-  if (slot->has_value()) reply->set_slot(**slot);
-  return grpc::Status::OK;
+  return new WatchStream(std::move(subscription), req->round());
 }
 
 }  // namespace hvd::daemon

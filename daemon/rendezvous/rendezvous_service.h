@@ -11,9 +11,23 @@
 // only translate; the state lives in Membership (or ElasticRounds),
 // Liveness, KvStore, MembershipEvents, HotSpares, CommitLedger and
 // WorkerRights.
+//
+// Served with gRPC's callback API (issue 31): a call that waits (a Join for
+// its round, a Get for its keys, a spare for its promotion, a Watch stream)
+// holds no thread and polls nothing. The state that answers it completes it
+// (the round forms, the key arrives, the spare is promoted, an event is
+// published, close()); its deadline is one entry of the service's
+// WaitTimer (one thread for all); a client that goes away ends its wait.
+// The other calls complete on the thread that received them. The handlers
+// below (join(), get(), ...) are the calls without gRPC's call objects
+// (the fuzz target drives them).
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +40,7 @@
 #include "daemon/rendezvous/membership_events.h"
 #include "daemon/rendezvous/rank_stats.h"
 #include "daemon/rendezvous/set_lanes.h"
+#include "daemon/rendezvous/wait_timer.h"
 #include "daemon/rendezvous/worker_credentials.h"
 #include "daemon/rendezvous/worker_rights.h"
 #include "hvd/v1/rendezvous.grpc.pb.h"
@@ -40,6 +55,10 @@ namespace hvd::daemon {
 // barred: WorkerRights::barred) costs the server at most a window of its
 // body, not megabytes. Values of a few hundred KiB take a few round trips.
 inline constexpr int kRendezvousStreamWindowBytes = 64 * 1024;
+// And keepalive pings answered within 20 s (gRPC's default is 20 s; 5 s
+// for the other services), so that a client busy with thousands of calls
+// keeps its connection.
+inline constexpr int kRendezvousKeepaliveTimeoutMs = 20'000;
 ServerOptions rendezvous_server_options();
 
 // The store's quotas for a job of `slots` slots (elastic: --max-np): per
@@ -52,7 +71,7 @@ struct StoreQuotas {
 };
 StoreQuotas store_quotas(int slots);
 
-class RendezvousService final : public hvd::v1::Rendezvous::Service,
+class RendezvousService final : public hvd::v1::Rendezvous::CallbackService,
                                 public proto::GatedService {
  public:
   RendezvousService(std::string job_token, int world_size);
@@ -120,24 +139,60 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service,
   // the server can stop.
   void close();
 
-  grpc::Status Join(grpc::ServerContext* ctx, const hvd::v1::JoinRequest* req,
-                    hvd::v1::JoinReply* reply) override;
-  grpc::Status Set(grpc::ServerContext* ctx, const hvd::v1::SetRequest* req,
-                   hvd::v1::SetReply* reply) override;
-  grpc::Status Get(grpc::ServerContext* ctx, const hvd::v1::GetRequest* req,
-                   hvd::v1::GetReply* reply) override;
-  grpc::Status Add(grpc::ServerContext* ctx, const hvd::v1::AddRequest* req,
-                   hvd::v1::AddReply* reply) override;
-  grpc::Status Check(grpc::ServerContext* ctx, const hvd::v1::CheckRequest* req,
-                     hvd::v1::CheckReply* reply) override;
-  grpc::Status Delete(grpc::ServerContext* ctx, const hvd::v1::DeleteRequest* req,
-                      hvd::v1::DeleteReply* reply) override;
-  grpc::Status Heartbeat(grpc::ServerContext* ctx, const hvd::v1::HeartbeatRequest* req,
-                         hvd::v1::HeartbeatReply* reply) override;
-  grpc::Status Watch(grpc::ServerContext* ctx, const hvd::v1::MembershipWatchRequest* req,
-                     grpc::ServerWriter<hvd::v1::MembershipEvent>* writer) override;
-  grpc::Status AwaitPromotion(grpc::ServerContext* ctx, const hvd::v1::PromotionRequest* req,
-                              hvd::v1::PromotionReply* reply) override;
+  // A call as its handler sees it: the caller's "authorization" header
+  // (nullopt: none) and the call's deadline.
+  struct Call {
+    std::optional<std::string> authorization;
+    std::chrono::system_clock::time_point deadline = std::chrono::system_clock::time_point::max();
+  };
+  // Ends a call with its status: called once, from any thread, after the
+  // reply is written.
+  using Done = std::function<void(grpc::Status)>;
+  // Ends a waiting call's wait (its client went away): it completes with
+  // kCancelled, unless it completed already.
+  using Cancel = std::function<void()>;
+  // The waiting calls: `done` now or later; the Cancel of the wait.
+  Cancel join(const Call& call, const hvd::v1::JoinRequest& req, hvd::v1::JoinReply* reply,
+              Done done);
+  Cancel get(const Call& call, const hvd::v1::GetRequest& req, hvd::v1::GetReply* reply,
+             Done done);
+  Cancel await_promotion(const Call& call, const hvd::v1::PromotionRequest& req,
+                         hvd::v1::PromotionReply* reply, Done done);
+  // Set consumes its request's value.
+  grpc::Status set(const Call& call, hvd::v1::SetRequest& req);
+  grpc::Status add(const Call& call, const hvd::v1::AddRequest& req, hvd::v1::AddReply* reply);
+  grpc::Status check(const Call& call, const hvd::v1::CheckRequest& req,
+                     hvd::v1::CheckReply* reply);
+  grpc::Status remove(const Call& call, const hvd::v1::DeleteRequest& req,
+                      hvd::v1::DeleteReply* reply);
+  grpc::Status heartbeat(const Call& call, const hvd::v1::HeartbeatRequest& req,
+                         hvd::v1::HeartbeatReply* reply);
+  // Waiting calls and open Watch streams now (tests).
+  size_t waiting_calls() const { return waiting_.load(std::memory_order_relaxed); }
+
+  // gRPC's callback methods.
+  grpc::ServerUnaryReactor* Join(grpc::CallbackServerContext* ctx, const hvd::v1::JoinRequest* req,
+                                 hvd::v1::JoinReply* reply) override;
+  grpc::ServerUnaryReactor* Set(grpc::CallbackServerContext* ctx, const hvd::v1::SetRequest* req,
+                                hvd::v1::SetReply* reply) override;
+  grpc::ServerUnaryReactor* Get(grpc::CallbackServerContext* ctx, const hvd::v1::GetRequest* req,
+                                hvd::v1::GetReply* reply) override;
+  grpc::ServerUnaryReactor* Add(grpc::CallbackServerContext* ctx, const hvd::v1::AddRequest* req,
+                                hvd::v1::AddReply* reply) override;
+  grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* ctx,
+                                  const hvd::v1::CheckRequest* req,
+                                  hvd::v1::CheckReply* reply) override;
+  grpc::ServerUnaryReactor* Delete(grpc::CallbackServerContext* ctx,
+                                   const hvd::v1::DeleteRequest* req,
+                                   hvd::v1::DeleteReply* reply) override;
+  grpc::ServerUnaryReactor* Heartbeat(grpc::CallbackServerContext* ctx,
+                                      const hvd::v1::HeartbeatRequest* req,
+                                      hvd::v1::HeartbeatReply* reply) override;
+  grpc::ServerWriteReactor<hvd::v1::MembershipEvent>* Watch(
+      grpc::CallbackServerContext* ctx, const hvd::v1::MembershipWatchRequest* req) override;
+  grpc::ServerUnaryReactor* AwaitPromotion(grpc::CallbackServerContext* ctx,
+                                           const hvd::v1::PromotionRequest* req,
+                                           hvd::v1::PromotionReply* reply) override;
 
  private:
   // The gate's check of a call's headers: a credential of the job, and no
@@ -145,8 +200,14 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service,
   grpc::Status admit(const std::string& method, std::optional<std::string_view> authorization,
                      std::string_view peer) const;
   // Who the call comes from (its credential, which the gate admitted).
-  std::optional<Caller> caller_of(const grpc::ServerContext& ctx) const;
+  std::optional<Caller> caller_of(const Call& call) const;
   void use_quotas(int slots);
+  // Runs `give_up` at `deadline` (the wait's budget) unless the wait ended:
+  // wraps `done` so that it cancels the timer. The Cancel gives up at once.
+  struct Wait;
+  std::shared_ptr<Wait> start_wait(Done& done);
+  Cancel arm(const std::shared_ptr<Wait>& wait, std::chrono::milliseconds budget,
+             std::function<void(bool timed_out)> give_up);
 
   const JobCredentials credentials_;
   proto::CallGate gate_;  // checks each call's credential once, on its headers
@@ -161,9 +222,12 @@ class RendezvousService final : public hvd::v1::Rendezvous::Service,
   RankStats rank_stats_;
   std::atomic<int64_t> promotions_{0};
   WorkerRights rights_;  // after spares_, which it reads
+  std::atomic<size_t> waiting_{0};
   // One Set in flight per caller, taken by the gate (admit() is const).
-  // Last: destroyed first, once no gate thread waits in it.
   mutable SetLanes set_lanes_;
+  // The waiting calls' deadlines. Last: destroyed first, so that no
+  // deadline runs once the rest is gone.
+  WaitTimer timer_;
 };
 
 }  // namespace hvd::daemon

@@ -1,6 +1,6 @@
 #include "launcher/elastic/discovery_poller.h"
 
-#include "launcher/elastic/host_discovery.h"
+#include "launcher/host_discovery.h"
 
 namespace hvd::launcher::elastic {
 

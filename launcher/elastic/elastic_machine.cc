@@ -1,6 +1,7 @@
 #include "launcher/elastic/elastic_machine.h"
 
 #include <algorithm>
+#include <map>
 
 #include "launcher/exit_codes.h"
 
@@ -486,6 +487,152 @@ Actions ElasticMachine::round_waiting(int64_t round, Clock::time_point since,
            std::to_string(limits_.elastic_timeout.count()) + " s (--elastic-timeout): " + why +
            (joined.empty() ? "" : " (joined: " + named(joined) + ")"));
   return out;
+}
+
+// The hot spares (spare_pool.h holds their bookkeeping): promotion into a
+// failed worker's slot, keeping --spares alive on the usable hosts, a spare
+// that fails before its promotion.
+
+std::string ElasticMachine::promote_into(int slot, const std::string& preferred, Actions& out,
+                                         Clock::time_point now) {
+  // Only into a host with a free slot (the failed worker's has one now): a
+  // slot is where a worker may run (a GPU, say), whoever started it.
+  const std::optional<int> spare = spares_.pick(preferred, [&](const std::string& host) {
+    return hosts_.usable(host, now) && live_on(host) < hosts_.slots(host);
+  });
+  if (!spare) return "";
+  const std::string host = spares_.host_of(*spare);
+  const bool waiting = spares_.waiting(*spare);
+  spares_.promote(*spare, slot);
+  workers_[static_cast<size_t>(slot)] = {host, Phase::kStarting, false, *spare};
+  out.push_back(PromoteSpare{*spare, slot});
+  return "promoted spare " + std::to_string(*spare) + " on host " + host + " into rank " +
+         std::to_string(slot) + (waiting ? "" : " (it is still starting)");
+}
+
+void ElasticMachine::refill_spares(Actions& out, Clock::time_point now) {
+  if (spares_stopped_ || finishing() || state_ == State::kFailed || state_ == State::kDone) return;
+  std::vector<int> started;
+  std::vector<std::string> placed_on;
+  while (spares_.live() < spares_.count()) {
+    // The fewest spares first; among those, the most free slots (a spare
+    // can be promoted only into a host with a free slot: its own when one of
+    // its workers fails, any host with room for a lost host's worker).
+    std::string host;
+    std::pair<int, int> best;
+    for (const std::string& h : hosts_.hosts()) {
+      if (!hosts_.usable(h, now)) continue;
+      const std::pair<int, int> key{spares_.live_on(h), live_on(h) - hosts_.slots(h)};
+      if (host.empty() || key < best) {
+        host = h;
+        best = key;
+      }
+    }
+    if (host.empty()) break;
+    const int id = spares_.add(host);
+    out.push_back(StartSpare{id, host});
+    started.push_back(id);
+    if (std::find(placed_on.begin(), placed_on.end(), host) == placed_on.end()) {
+      placed_on.push_back(host);
+    }
+  }
+  if (started.empty()) return;
+  std::string ids, hosts;
+  for (int id : started) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+  for (const std::string& h : placed_on) hosts += (hosts.empty() ? "" : ", ") + h;
+  out.push_back(Say{std::string(started.size() == 1 ? "started hot spare " : "started hot spares ") +
+                    ids + " on host" + (placed_on.size() == 1 ? " " : "s ") + hosts});
+}
+
+void ElasticMachine::spare_ready(int spare) {
+  spares_.ready(spare);
+  watch_.arrived(spare);
+}
+
+Actions ElasticMachine::spare_exited(int spare, bool failed, int code, const std::string& what,
+                                     Clock::time_point now) {
+  Actions out;
+  (void)code;
+  watch_.forget(spare);
+  if (!spares_.gone(spare) || state_ == State::kFailed || state_ == State::kDone || finishing()) {
+    return out;
+  }
+  if (!failed) {
+    spares_stopped_ = true;
+    out.push_back(Say{what + " before it was promoted (does the script call hvd.init()?); no "
+                      "more hot spares are started"});
+    return out;
+  }
+  spare_failed(what, " before it was promoted", out, now);
+  return out;
+}
+
+void ElasticMachine::spare_failed(const std::string& what, const std::string& detail,
+                                  Actions& out, Clock::time_point now) {
+  if (resets_ >= limits_.reset_limit) {
+    spares_stopped_ = true;
+    out.push_back(Say{what + "; no more hot spares are started: the reset limit (" +
+                      std::to_string(limits_.reset_limit) + ", --reset-limit) is used up"});
+    return;
+  }
+  ++resets_;
+  out.push_back(Say{what + detail + " (reset " + std::to_string(resets_) + " of " +
+                    std::to_string(limits_.reset_limit) + ")"});
+  refill_spares(out, now);
+}
+
+// The watch over the processes that are not in a round yet (process_watch.h;
+// docs/elastic.md, "Liveness before the round"): starting workers (a
+// promoted spare among them) and hot spares. One that its agent saw stopped
+// for the heartbeat timeout, or that has not reached hvd.init()
+// --start-timeout after its start, is given up: a worker is killed (its exit
+// then gives its slot to the next spare or a fresh process, as for any
+// failed worker), a spare is killed and another one started.
+
+void ElasticMachine::worker_arrived(int slot) {
+  if (starting(slot)) watch_.arrived(process_of(slot));
+}
+
+void ElasticMachine::process_state(int process, bool stopped, Clock::time_point now) {
+  watch_.state(process, stopped, now);
+}
+
+void ElasticMachine::watch_starters(Clock::time_point now) {
+  // The first workers need not arrive: the first round's start timeout ends
+  // a job whose first workers do not all come.
+  std::map<int, bool> watched;  // process -> must arrive
+  for (const Worker& w : workers_) {
+    if (w.phase == Phase::kStarting) watched[w.process] = !w.initial;
+  }
+  for (int spare : spares_.live_ids()) watched[spare] = true;
+  watch_.keep_only(watched, now);
+}
+
+void ElasticMachine::give_up_overdue(Actions& out, Clock::time_point now) {
+  watch_starters(now);
+  for (const ProcessWatch::Overdue& late : watch_.overdue(now)) {
+    const std::string why =
+        late.stopped ? "has been stopped (state T in /proc) for " +
+                           std::to_string(late.limit.count()) + " s (--heartbeat-timeout-seconds)"
+                     : "has not reached hvd.init() within " + std::to_string(late.limit.count()) +
+                           " s (--start-timeout) of its start";
+    if (const int slot = slot_of_process(late.process); slot >= 0) {
+      const Worker& w = workers_[static_cast<size_t>(slot)];
+      const std::string who =
+          "rank " + std::to_string(slot) + " on host " + w.host +
+          (late.process != slot ? " (promoted spare " + std::to_string(late.process) + ")"
+                                : w.initial ? "" : " (a replacement)");
+      out.push_back(SlotLost{slot});
+      out.push_back(StopWorker{slot});
+      out.push_back(Say{who + " " + why + (late.stopped ? " before joining a round" : "") +
+                        "; giving it up: killing it to replace it"});
+    } else if (spares_.is_spare_id(late.process) && spares_.gone(late.process)) {
+      out.push_back(StopSpare{late.process});
+      spare_failed("hot spare " + std::to_string(late.process) + " on host " +
+                       spares_.host_of(late.process) + " " + why + "; giving it up",
+                   ": killing it to start another", out, now);
+    }
+  }
 }
 
 }  // namespace hvd::launcher::elastic

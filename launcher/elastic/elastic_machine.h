@@ -28,13 +28,11 @@
 // worker's host first) rather than to a new process, and a new spare is
 // started in its place. A spare that
 // fails costs a reset like a worker; past --reset-limit no more are started.
-// (The spares' methods live in elastic_spares.cc.) A process not in a round
-// yet — a starting worker, a promoted spare, a spare — that its agent saw
+// A process not in a round yet — a starting worker, a promoted spare, a spare — that its agent saw
 // stopped for the heartbeat timeout, or that has not reached hvd.init()
 // --start-timeout after its start (the first workers excepted: the first
 // round's start timeout covers them), is given up: killed, its slot to the
-// next spare or a fresh process, a spare started again (process_watch.h;
-// elastic_starters.cc).
+// next spare or a fresh process, a spare started again (process_watch.h).
 #pragma once
 
 #include <chrono>

@@ -8,7 +8,7 @@
 
 #include "common/logging.h"
 #include "common/overloaded.h"
-#include "common/worker_env.h"
+#include "common/worker_env_names.h"
 #include "daemon/rendezvous/rendezvous_service.h"
 #include "launcher/elastic/discovery_poller.h"
 #include "launcher/exit_codes.h"
@@ -35,7 +35,9 @@ ElasticPolicy::ElasticPolicy(JobSession& session)
     : session_(session),
       heartbeat_timeout_(session.options().settings.get_int("heartbeat_timeout_seconds")),
       liveness_(liveness_limits(session.options().settings)),
-      hosts_(session) {}
+      hosts_(session) {
+  session.extend(*this);
+}
 
 ElasticPolicy::~ElasticPolicy() = default;
 
@@ -208,7 +210,7 @@ void ElasticPolicy::late_workers(Clock::time_point now) {
     late.push_back({process, *quiet});
   }
   std::vector<std::pair<std::string, LivenessRule::Finding>> warnings;
-  for (LivenessRule::Finding& f : liveness_.review(late, now)) {
+  for (LivenessRule::Finding& f : liveness_.review(late, now, machine_->live_slots().size())) {
     const int slot = slot_of[f.process];
     if (f.dead) {
       carry_out(machine_->worker_silent(slot, f.text, now));

@@ -1,4 +1,5 @@
-// The policy of an elastic job (docs/elastic.md; launcher/job_policy.h):
+// The policy of an elastic job (docs/elastic.md; launcher/job_policy.h,
+// launcher/job_extension.h):
 // the events of the job feed the elastic state machine (elastic_machine.h)
 // and its actions are carried out here — workers and hot spares started
 // through their host's agent (host_launcher.h), stopped with SIGKILL, the
@@ -16,7 +17,8 @@
 #include "launcher/elastic/background_calls.h"
 #include "launcher/elastic/elastic_machine.h"
 #include "launcher/elastic/host_launcher.h"
-#include "launcher/elastic/state_loss.h"
+#include "launcher/state_loss.h"
+#include "launcher/job_extension.h"
 #include "launcher/job_policy.h"
 #include "launcher/liveness_rule.h"
 
@@ -28,8 +30,12 @@ namespace hvd::launcher::elastic {
 
 class DiscoveryPoller;
 
-class ElasticPolicy final : public JobPolicy {
+// Both the job's policy and its extension (job_extension.h): the
+// constructor registers it with the session.
+class ElasticPolicy final : public JobPolicy, public JobExtension {
  public:
+  using Clock = JobPolicy::Clock;
+
   explicit ElasticPolicy(JobSession& session);
   ~ElasticPolicy() override;
 

@@ -1,6 +1,6 @@
 #include "launcher/elastic/host_launcher.h"
 
-#include "common/worker_env.h"
+#include "common/worker_env_names.h"
 #include "launcher/agent_streams.h"
 #include "launcher/host_agents.h"
 #include "launcher/job_network.h"

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "common/status.h"
-#include "launcher/worker_env.h"
+#include "launcher/worker_environment.h"
 
 namespace hvd::launcher {
 class JobSession;

@@ -6,7 +6,7 @@
 
 #include "common/host_lookup.h"
 #include "common/logging.h"
-#include "common/worker_env.h"
+#include "common/worker_env_names.h"
 #include "runtime/discovery/launcher_env.h"
 #include "runtime/discovery/local_address.h"
 

@@ -8,7 +8,7 @@
 #include <utility>
 #include <vector>
 
-#include "common/worker_env.h"
+#include "common/worker_env_names.h"
 #include "runtime/discovery/job_token.h"
 #include "runtime/discovery/slurm_hostlist.h"
 

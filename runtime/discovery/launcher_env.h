@@ -17,7 +17,7 @@ namespace hvd::runtime {
 
 // Overrides that apply to every foreign launcher (besides HVD_RENDEZVOUS_ADDR,
 // HVD_JOB_TOKEN, HVD_JOB_ID, HVD_BIND_ADDRESS and HVD_HOSTNAME of the hvdrun
-// contract in common/worker_env.h).
+// contract in common/worker_env_names.h).
 inline constexpr char kRendezvousHostVar[] = "HVD_RENDEZVOUS_HOST";
 inline constexpr char kRendezvousPortVar[] = "HVD_RENDEZVOUS_PORT";
 

@@ -1,41 +1,35 @@
 #include "runtime/discovery/local_address.h"
 
 #include <arpa/inet.h>
-#include <ifaddrs.h>
 #include <net/if.h>
-#include <netdb.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
-#include <unistd.h>
 
-#include <cstring>
-#include <memory>
 #include <optional>
 #include <vector>
 
+#include "common/host_lookup.h"
+#include "common/local_interfaces.h"
 #include "common/route_probe.h"
 
 namespace hvd::runtime {
 
 namespace {
 
-struct AddrInfoDeleter {
-  void operator()(addrinfo* ai) const { freeaddrinfo(ai); }
-};
-
-// IPv4 addresses first, then IPv6.
+// IPv4 addresses first, then IPv6, each with port 9 (a connected UDP
+// socket needs a non-zero port); none when `host` does not resolve.
 std::vector<sockaddr_storage> resolve(const std::string& host) {
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_DGRAM;
-  addrinfo* raw = nullptr;
+  auto resolved = common::resolve_host(host);
+  if (!resolved.is_ok()) return {};
   std::vector<sockaddr_storage> v4, v6;
-  if (getaddrinfo(host.c_str(), "9", &hints, &raw) != 0) return {};
-  std::unique_ptr<addrinfo, AddrInfoDeleter> list(raw);
-  for (addrinfo* ai = raw; ai != nullptr; ai = ai->ai_next) {
-    sockaddr_storage s{};
-    std::memcpy(&s, ai->ai_addr, ai->ai_addrlen);
-    (ai->ai_family == AF_INET ? v4 : v6).push_back(s);
+  for (sockaddr_storage s : *resolved) {
+    if (s.ss_family == AF_INET) {
+      reinterpret_cast<sockaddr_in*>(&s)->sin_port = htons(9);
+      v4.push_back(s);
+    } else {
+      reinterpret_cast<sockaddr_in6*>(&s)->sin6_port = htons(9);
+      v6.push_back(s);
+    }
   }
   v4.insert(v4.end(), v6.begin(), v6.end());
   return v4;
@@ -75,18 +69,12 @@ std::optional<sockaddr_storage> default_route_source() {
 }
 
 std::optional<std::string> first_interface_address() {
-  ifaddrs* list = nullptr;
-  if (getifaddrs(&list) != 0) return std::nullopt;
-  std::optional<std::string> found;
-  for (ifaddrs* i = list; i != nullptr && !found; i = i->ifa_next) {
-    if (i->ifa_addr == nullptr || i->ifa_addr->sa_family != AF_INET) continue;
-    if ((i->ifa_flags & IFF_UP) == 0 || (i->ifa_flags & IFF_LOOPBACK) != 0) continue;
-    sockaddr_storage s{};
-    std::memcpy(&s, i->ifa_addr, sizeof(sockaddr_in));
-    found = to_text(s);
+  for (const common::InterfaceAddress& i : common::interface_addresses()) {
+    if (i.family != AF_INET) continue;
+    if ((i.flags & IFF_UP) == 0 || (i.flags & IFF_LOOPBACK) != 0) continue;
+    return i.address;
   }
-  freeifaddrs(list);
-  return found;
+  return std::nullopt;
 }
 
 }  // namespace

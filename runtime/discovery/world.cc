@@ -5,7 +5,7 @@
 #include <charconv>
 #include <climits>
 
-#include "common/worker_env.h"
+#include "common/worker_env_names.h"
 #include "runtime/discovery/launcher_env.h"
 #include "runtime/discovery/local_address.h"
 

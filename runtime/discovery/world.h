@@ -1,4 +1,4 @@
-// Who this worker is: the environment contract (common/worker_env.h) read
+// Who this worker is: the environment contract (common/worker_env_names.h) read
 // into a WorldInfo. Without HVD_RANK and HVD_SIZE, a foreign launcher's
 // variables (torchrun, Open MPI, Slurm: runtime/discovery/launcher_env.h) say it, and
 // rank 0 hosts the rendezvous; with none of them the worker is a world of

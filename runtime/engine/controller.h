@@ -105,7 +105,7 @@ class Controller {
   void collect_cached(CyclePlan& plan);
   void collect_rows(CyclePlan& plan);
   void set_rows(Response& resp, const Row* row, size_t bit);
-  // controller_stalls.cc: what is pending (with_complete: also complete
+  // What is pending (with_complete: also complete
   // rows waiting for their group), stall warnings and expiry, no progress.
   void collect_pending(std::vector<PendingTensor>& out, bool with_complete) const;
   void inspect_stalls(CyclePlan& plan);

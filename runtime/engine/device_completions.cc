@@ -119,7 +119,22 @@ Status DeviceCompletions::wait_for(Batch& batch, Clock::time_point launched) {
       }
       done = done && finished.value();
     }
-    if (done) return !batch.failure.is_ok() ? batch.failure : failure;
+    if (done) {
+      // Events complete for collectives that failed too (an asynchronous
+      // error: a peer's data never came; an abort ended the kernels): the
+      // transport says whether they did. A batch never completes OK with
+      // what a failed collective left in its tensors.
+      if (failure.is_ok() && batch.failure.is_ok()) {
+        for (transports::StreamedTransport* t : batch.watched) {
+          if (Status s = t->async_error(); !s.is_ok()) {
+            fail(s);
+            std::lock_guard lock(mu_);
+            return failure_;
+          }
+        }
+      }
+      return !batch.failure.is_ok() ? batch.failure : failure;
+    }
     const auto now = Clock::now();
     if (failure.is_ok()) {
       for (transports::StreamedTransport* t : batch.watched) {

@@ -10,8 +10,10 @@
 // device orders them there too). At most max_in_flight are in flight: add()
 // waits on the engine thread until the oldest completes.
 //
-// Failures: an event's error, the transport's asynchronous error, or a
-// batch not complete within `timeout` of its launch fail the set:
+// Failures: an event's error, the transport's asynchronous error (asked
+// while the batch runs and once more when its events completed: a failed or
+// aborted collective's event completes too), or a batch not complete within
+// `timeout` of its launch fail the set:
 // on_failure(status) is called once (the set engine aborts its transports,
 // so that their kernels end) and this batch and every later one complete
 // with that failure once their events completed (after the abort the

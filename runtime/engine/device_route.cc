@@ -1,6 +1,7 @@
 #include "runtime/engine/device_route.h"
 
 #include "runtime/engine/device_data_plane.h"
+#include "transports/shrinkable_transport.h"
 
 #include <spdlog/spdlog.h>
 
@@ -11,8 +12,31 @@ namespace hvd::runtime::engine {
 
 using common::Status;
 
-DeviceRoute::DeviceRoute(DeviceConnector connect, int rank, int size, EngineCounters& counters)
-    : connect_(std::move(connect)), rank_(rank), size_(size), counters_(counters) {}
+namespace {
+
+bool shrinkable(transports::Transport* transport) {
+  auto* s = dynamic_cast<transports::ShrinkableTransport*>(transport);
+  return s != nullptr && s->can_shrink();
+}
+
+}  // namespace
+
+DeviceRoute::DeviceRoute(DeviceConnector connect, int rank, int size, EngineCounters& counters,
+                         std::chrono::milliseconds shrink_grace)
+    : connect_(std::move(connect)),
+      rank_(rank),
+      size_(size),
+      counters_(counters),
+      shrink_grace_(shrink_grace) {}
+
+DeviceRoute::~DeviceRoute() {
+  {
+    std::lock_guard lock(mu_);
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (retiring_.joinable()) retiring_.join();
+}
 
 common::Result<Executor*> DeviceRoute::executor(int device) {
   {
@@ -36,8 +60,9 @@ common::Result<Executor*> DeviceRoute::executor(int device) {
   }
   transports::DeviceLink link = std::move(made).value();
   transport_ = std::move(link.transport);
+  device_ = device;
   if (!aborted_.is_ok()) {
-    transport_->abort(aborted_);  // the abort came while connecting
+    abort_transport_locked();  // the abort came while connecting: no op ran on it
     return aborted_;
   }
   spdlog::debug("gpu transport {} ready (device {})", transport_->name(), device);
@@ -48,11 +73,92 @@ common::Result<Executor*> DeviceRoute::executor(int device) {
   return executor_.get();
 }
 
+void DeviceRoute::refuse_locked(const Status& reason) {
+  if (!aborted_.is_ok()) return;  // the first reason wins
+  aborted_ = reason.is_ok() ? common::aborted("aborted (no reason given)") : reason;
+}
+
+void DeviceRoute::abort_transport_locked() {
+  if (!transport_ || transport_aborted_ || retiring_.joinable()) return;
+  transport_aborted_ = true;
+  transport_->abort(aborted_);
+  changed_.notify_all();  // settle()
+}
+
+void DeviceRoute::settle() {
+  std::unique_lock lock(mu_);
+  // The thread aborts the transport once the grace passes: a second more
+  // bounds this wait however the thread is scheduled.
+  changed_.wait_for(lock, shrink_grace_ + std::chrono::seconds(1), [&] {
+    return !retiring_.joinable() || transport_aborted_ || shrinking_ || shrink_.has_value();
+  });
+}
+
 void DeviceRoute::abort(const Status& reason) {
   std::lock_guard lock(mu_);
   if (!aborted_.is_ok()) return;  // the first reason wins
-  aborted_ = reason.is_ok() ? common::aborted("aborted (no reason given)") : reason;
-  if (transport_) transport_->abort(aborted_);
+  refuse_locked(reason);
+  if (shrink_grace_.count() > 0 && shrinkable(transport_.get())) {
+    retire_locked();  // waits up to the grace for shrink()
+    return;
+  }
+  abort_transport_locked();
+}
+
+void DeviceRoute::shrink(const Status& reason, ShrinkRequest request) {
+  std::lock_guard lock(mu_);
+  refuse_locked(reason);
+  if (!transport_ || transport_aborted_ || shrink_ || shrinking_ || stopping_) {
+    abort_transport_locked();
+    return;
+  }
+  if (!shrinkable(transport_.get())) {
+    spdlog::info("the GPU transport {} cannot shrink: it is aborted, and the next round connects "
+                 "anew", transport_->name());
+    abort_transport_locked();
+    return;
+  }
+  shrink_ = std::move(request);
+  retire_locked();
+  changed_.notify_all();
+}
+
+void DeviceRoute::retire_locked() {
+  if (retiring_.joinable()) return;  // the thread runs: it takes shrink_ if still waiting
+  retiring_ = std::thread([this] { retire(); });
+}
+
+void DeviceRoute::retire() {
+  std::unique_lock lock(mu_);
+  changed_.wait_for(lock, shrink_grace_, [&] { return shrink_.has_value() || stopping_; });
+  if (shrink_ && !stopping_) {
+    ShrinkRequest request = std::move(*shrink_);
+    shrink_.reset();
+    shrinking_ = true;
+    request.context.device = device_;
+    auto* shrinkable = dynamic_cast<transports::ShrinkableTransport*>(transport_.get());
+    const int device = device_;
+    lock.unlock();
+    // Outside the lock: every survivor calls it, and it may take up to the
+    // transport timeout. transport_ stays: only this thread aborts it now.
+    auto shrunk = shrinkable->shrink(request.context, request.excluded);
+    if (shrunk.is_ok()) {
+      spdlog::info("GPU transport {}: shrank to the {} survivors (rank {} of them) in place",
+                   std::string(shrunk.value()->name()), request.context.size,
+                   request.context.rank);
+      request.keep(std::move(shrunk).value(), device);
+    } else {
+      spdlog::warn("GPU transport: no in-place shrink ({}); it is aborted, and the next round "
+                   "connects anew", shrunk.status().message());
+    }
+    lock.lock();
+  } else if (!stopping_) {
+    spdlog::info("GPU transport aborted: no lost member was named within {} ms of the failure",
+                 shrink_grace_.count());
+  }
+  transport_aborted_ = true;
+  transport_->abort(aborted_);
+  changed_.notify_all();  // settle()
 }
 
 std::string DeviceRoute::name() const {

@@ -45,7 +45,8 @@ SetEngine::SetEngine(SetEngineOptions options, std::unique_ptr<transports::Trans
       executor_(*transport_, options_.rank, static_cast<int>(options_.global_ranks.size()),
                 counters_),
       device_(options_.connect_device, options_.rank,
-              static_cast<int>(options_.global_ranks.size()), counters_),
+              static_cast<int>(options_.global_ranks.size()), counters_,
+              options_.device_shrink_grace),
       tuning_(options_.cycle_time_ms, options_.fusion_threshold, *transport_,
               options_.process_set_id == 0 && options_.rank == 0 ? options_.autotune
                                                                  : std::nullopt),
@@ -96,6 +97,11 @@ void SetEngine::abort(Status reason) {
   transport_->abort(reason);   // a blocked exchange or op returns at once
   device_.abort(reason);       // the GPU transport too, once it exists
   queue_.interrupt();          // a sleeping engine wakes and fails what it holds
+}
+
+void SetEngine::shrink_device(const Status& reason, ShrinkRequest request) {
+  device_.shrink(reason, std::move(request));  // before abort(): the route shrinks, not aborts
+  abort(reason);
 }
 
 Status SetEngine::abort_reason() const {

@@ -89,6 +89,9 @@ struct SetEngineOptions {
   // Creates the set's GPU transport at its first device op (DeviceRoute);
   // null: device ops fail saying there is none.
   DeviceConnector connect_device;
+  // How long an abort leaves a GPU transport that can shrink unaborted,
+  // waiting for shrink_device() (DeviceRoute); 0: aborted at once.
+  std::chrono::milliseconds device_shrink_grace{0};
 };
 
 class SetEngine {
@@ -115,6 +118,12 @@ class SetEngine {
   // enqueues fail with `reason`, and the engine thread fails every pending
   // op with it and ends without another exchange. Never waits for peers.
   void abort(common::Status reason);
+  // abort(reason) for a set that lost the members request.excluded: its GPU
+  // transport, when it can, makes the survivors' one first (DeviceRoute::shrink).
+  void shrink_device(const common::Status& reason, ShrinkRequest request);
+  // Returns once the GPU transport is no longer waiting for shrink_device()
+  // after an abort (DeviceRoute::settle; at most its grace).
+  void settle_device() { device_.settle(); }
 
   const SetEngineOptions& options() const { return options_; }
   EngineStats stats() const { return counters_.snapshot(); }

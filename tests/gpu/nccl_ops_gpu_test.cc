@@ -32,6 +32,7 @@
 #include "transports/plugin/known_plugins.h"
 #include "transports/plugin/plugin_loader.h"
 #include "transports/registry.h"
+#include "transports/table/transport_table.h"
 
 namespace {
 
@@ -80,7 +81,7 @@ std::vector<unsigned char> round_trip(Device& d, const std::vector<unsigned char
 }
 
 std::unique_ptr<Transport> connect(std::chrono::milliseconds timeout) {
-  TransportRegistry registry = TransportRegistry::with_builtins();
+  TransportRegistry registry = hvd::transports::builtin_registry();
   TransportContext context;
   context.device = 0;
   context.timeout = timeout;
@@ -311,7 +312,7 @@ int run_device() {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "ops";
-  TransportRegistry registry = TransportRegistry::with_builtins();
+  TransportRegistry registry = hvd::transports::builtin_registry();
   for (const auto& entry : registry.list()) {
     if (entry.name == "nccl" && !entry.availability.available) {
       std::printf("SKIP: the nccl transport cannot run here: %s\n",

@@ -56,20 +56,21 @@ def test_killed_worker_is_replaced_and_training_matches(hvdrun, tmp_path):
 
 
 FAKECUDA = BUILD_DIR / "tests" / "plugins" / "libhvd_fake_cuda_plugin.so"
+FAKECUDA_V3 = BUILD_DIR / "tests" / "plugins" / "libhvd_fake_cuda_v3_plugin.so"
 
 
-def test_a_reset_aborts_device_collectives_and_rebuilds_the_gpu_transport(hvdrun, tmp_path):
-    # Every step runs a device allreduce on the GPU transport (fakecuda);
-    # the survivors of a kill -9 are inside one when the job resets: the
-    # reset aborts it at once (not after the 30 s transport timeout), the
-    # next round builds the GPU transport again, and training ends equal.
-    # Rank 1 dies inside the device allreduce of step 3 (fakecuda's hook:
-    # after the negotiation, before its contribution), the others wait in it.
+def kill_in_device_op(hvdrun, tmp_path, plugin):
+    """Every step runs a device allreduce on the GPU transport (fakecuda
+    `plugin`); rank 1 dies inside the one of step 3 (fakecuda's hook: after
+    the negotiation, before its contribution), the others wait in it. The
+    reset ends their wait at once (not after the 30 s transport timeout),
+    the survivors go on at 2, the replacement brings the job back to 3, and
+    training ends equal."""
     start = time.monotonic()
     r = train(hvdrun, tmp_path, -1, 0,
               env={"ELASTIC_DEVICE_OPS": "1", "HVD_GPU_TRANSPORT": "fakecuda",
-                   "HVD_TRANSPORT_PLUGINS": f"fakecuda:cuda:{FAKECUDA}",
-                   "HVD_FAKECUDA_DIE_AT": "1:3",
+                   "HVD_TRANSPORT_PLUGINS": f"fakecuda:cuda:{plugin}",
+                   "HVD_FAKECUDA_DIE_AT": "1:3", "HVD_LOG_LEVEL": "info",
                    "HVD_FAKECUDA_DIE_MARKER": str(tmp_path / "died-in-device-op")})
     took = time.monotonic() - start
     sizes = check_run(r)
@@ -77,6 +78,31 @@ def test_a_reset_aborts_device_collectives_and_rebuilds_the_gpu_transport(hvdrun
     assert "rank 1 on host localhost was killed by signal 9 (SIGKILL)" in r.stderr, r.stderr
     assert 2 in sizes.values(), sizes
     assert took < 25, f"the reset waited for the transport timeout: {took:.1f} s"
+    return r
+
+
+def test_a_reset_shrinks_the_gpu_transport_to_the_survivors(hvdrun, tmp_path):
+    # fakecuda can shrink like NCCL >= 2.27: the survivors shrink their
+    # transport to the two of them in place (docs/gpu.md, "Elastic recovery:
+    # shrink") and abort the old one; the round of two uses the shrunk one,
+    # the round of three that the replacement joins connects anew.
+    r = kill_in_device_op(hvdrun, tmp_path, FAKECUDA)
+    # Both survivors shrank (old ranks 0 and 2 -> 0 and 1 of 2) ...
+    for rank in (0, 1):
+        assert f"shrank to the 2 survivors (rank {rank} of them) in place" in r.stderr, r.stderr
+    # ... and the round of two ran its device ops on what they shrank to.
+    assert "using the one shrunk in place in round 0 without rank(s) 1 (2 ranks)" in r.stderr, \
+        r.stderr
+
+
+def test_a_reset_without_shrink_aborts_device_collectives_and_rebuilds_the_gpu_transport(
+        hvdrun, tmp_path):
+    # A GPU transport that cannot shrink (fakecuda built for ABI version 3,
+    # as a plugin older than NCCL 2.27's shrink) is aborted at the failure
+    # or at the event, whichever comes first, and every round connects anew.
+    r = kill_in_device_op(hvdrun, tmp_path, FAKECUDA_V3)
+    assert "shrank to the" not in r.stderr, r.stderr
+    assert "using the one shrunk" not in r.stderr, r.stderr
 
 
 def test_a_member_lost_before_it_wrote_its_keys_does_not_stall_the_round(hvdrun, tmp_path):

@@ -8,8 +8,4 @@ Result<std::unique_ptr<Transport>> create(const TransportContext& context) {
   return GlooTransport::connect(context);
 }
 
-void register_transport(TransportRegistry& registry) {
-  registry.add(kName, DeviceKind::kCpu, &create);
-}
-
 }  // namespace hvd::transports::gloo

@@ -15,7 +15,4 @@ inline constexpr char kName[] = "gloo";
 // context.store may be null only when context.size == 1.
 Result<std::unique_ptr<Transport>> create(const TransportContext& context);
 
-// Adds "gloo" (DeviceKind::kCpu) to the registry.
-void register_transport(TransportRegistry& registry);
-
 }  // namespace hvd::transports::gloo

@@ -17,15 +17,15 @@ std::string host_sizes(const Layout& layout) {
 }
 
 Choice choose(const Layout& layout) {
-  if (layout.cross_size <= 1) return {false, "every rank of the set is on one host"};
+  if (layout.host_count <= 1) return {false, "every rank of the set is on one host"};
   if (!layout.homogeneous) {
     return {false, "its hosts have unequal numbers of ranks (" + host_sizes(layout) + ")"};
   }
   if (layout.local_size == 1) {
-    return {false, "each of its " + std::to_string(layout.cross_size) +
+    return {false, "each of its " + std::to_string(layout.host_count) +
                        " hosts has one rank: nothing to reduce within a host"};
   }
-  return {true, std::to_string(layout.cross_size) + " hosts of " +
+  return {true, std::to_string(layout.host_count) + " hosts of " +
                     std::to_string(layout.local_size) + " ranks"};
 }
 
@@ -46,11 +46,13 @@ TransportContext sub_world(const TransportContext& context, const Layout& layout
       out.local_rank = layout.local_rank;
       out.cross_rank = 0;
       out.cross_size = 1;
-      out.key_prefix += "h/local" + std::to_string(layout.cross_rank) + "/";
+      out.key_prefix += "h/local" + std::to_string(layout.host_index) + "/";
       break;
     case World::kCross:
-      out.rank = layout.cross_rank;
-      out.size = layout.cross_size;
+      // Numbered by host: on a homogeneous layout every host has this
+      // local rank.
+      out.rank = layout.host_index;
+      out.size = layout.host_count;
       out.key_prefix += "h/cross" + std::to_string(layout.local_rank) + "/";
       break;
     case World::kFlat:
@@ -81,11 +83,6 @@ Result<std::unique_ptr<Transport>> create(const TransportContext& context) {
   auto layout = exchange_layout(context);
   if (!layout.is_ok()) return layout.status();
   return create(context, *layout);
-}
-
-void register_transport(TransportRegistry& registry) {
-  registry.add(kName, DeviceKind::kCpu,
-               [](const TransportContext& context) { return create(context); });
 }
 
 }  // namespace hvd::transports::hierarchical

@@ -14,14 +14,14 @@ namespace hvd::transports::hierarchical {
 
 inline constexpr char kName[] = "hierarchical";
 
-// The hosts' rank counts in cross-rank order, "2, 1" (for messages).
+// The hosts' rank counts in host-index order, "2, 1" (for messages).
 std::string host_sizes(const Layout& layout);
 // kFailedPrecondition, naming the counts, when the hosts do not all have the
 // same number of ranks.
 Status check_homogeneous(const Layout& layout);
 
 // The three worlds of a hierarchical transport, each under a key prefix of
-// its own below context.key_prefix ("h/local<cross rank>/",
+// its own below context.key_prefix ("h/local<host index>/",
 // "h/cross<local rank>/", "h/flat/").
 enum class World { kLocal, kCross, kFlat };
 TransportContext sub_world(const TransportContext& context, const Layout& layout, World world);
@@ -42,8 +42,5 @@ Choice choose(const Layout& layout);
 Result<std::unique_ptr<Transport>> create(const TransportContext& context, const Layout& layout);
 // The same, learning the layout through the store first (layout.h).
 Result<std::unique_ptr<Transport>> create(const TransportContext& context);
-
-// Adds "hierarchical" (DeviceKind::kCpu) to the registry.
-void register_transport(TransportRegistry& registry);
 
 }  // namespace hvd::transports::hierarchical

@@ -180,8 +180,13 @@ int32_t NcclComm::async_error(hvd_plugin_status* status) {
   const ncclResult_t r = ncclCommGetAsyncError(comm_, &state);
   if (r != ncclSuccess) state = r;
   if (state == ncclSuccess || state == ncclInProgress) return report(status, HVD_OK, "");
-  return fail_locked(HVD_ERR_UNAVAILABLE,
-                     "NCCL reported an asynchronous error: " + nccl_error(comm_, state), status);
+  // Recorded, not aborted here: every later op fails with it, and the
+  // engine either aborts the communicator (abort()) or, in an elastic job
+  // that lost members, shrinks it (NCCL_SHRINK_ABORT ends the collectives
+  // still running), which an aborted communicator could not.
+  record_failure(HVD_ERR_UNAVAILABLE,
+                 "NCCL reported an asynchronous error: " + nccl_error(comm_, state));
+  return failed(status);
 }
 
 NcclComm* NcclComm::shrink(const hvd_plugin_world& world, const int32_t* excluded,
@@ -216,10 +221,16 @@ NcclComm* NcclComm::shrink(const hvd_plugin_world& world, const int32_t* exclude
       delete shrunk;
       return nullptr;
     }
+    // NCCL_SHRINK_ABORT ends what still runs on this communicator: after an
+    // asynchronous error, a failure recorded, or while an op is in flight
+    // (its peers are gone: it would never complete).
     ncclResult_t state = ncclSuccess;
     ncclCommGetAsyncError(comm_, &state);
-    const int flags = state == ncclSuccess || state == ncclInProgress ? NCCL_SHRINK_DEFAULT
-                                                                      : NCCL_SHRINK_ABORT;
+    hvd_plugin_status recorded{};
+    const bool healthy = (state == ncclSuccess || state == ncclInProgress) &&
+                         failed(&recorded) == HVD_OK &&
+                         (done_ == nullptr || cudaEventQuery(done_) == cudaSuccess);
+    const int flags = healthy ? NCCL_SHRINK_DEFAULT : NCCL_SHRINK_ABORT;
     ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
     config.blocking = 0;  // every wait has a deadline
     std::vector<int> ranks(excluded, excluded + n_excluded);

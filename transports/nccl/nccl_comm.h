@@ -9,14 +9,16 @@
 // are issued (the non-blocking communicator's ncclInProgress, bounded by the
 // timeout), records an event and returns (ABI version 4): the engine learns
 // completion from an event of its own and asks async_error() meanwhile. A
-// failure NCCL reports asynchronously (ncclCommGetAsyncError) aborts the
-// communicator (ncclCommAbort) and fails this and every later op with a
-// message naming the rank; abort() does the same for elastic recovery, and
-// so does a barrier that does not complete in time (barrier() still waits
-// on the host). The destructor aborts rather than destroys a communicator
-// whose last op has not completed. shrink() makes the communicator of the
-// survivors with ncclCommShrink (NCCL >= 2.27, found with dlsym at run time;
-// HVD_ERR_UNIMPLEMENTED without it).
+// failure NCCL reports asynchronously (ncclCommGetAsyncError) fails this
+// and every later op with a message naming the rank, and leaves the
+// communicator to the engine: it aborts it (abort(), ncclCommAbort) or, in
+// an elastic job that lost members, shrinks it first. A failed op or a
+// barrier that does not complete in time (barrier() still waits on the
+// host) aborts it at once. The destructor aborts rather than destroys a
+// communicator whose last op has not completed. shrink() makes the
+// communicator of the survivors with ncclCommShrink (NCCL >= 2.27, found
+// with dlsym at run time; HVD_ERR_UNIMPLEMENTED without it), with
+// NCCL_SHRINK_ABORT when this one failed or still runs an op.
 //
 // Every call on the communicator holds comm_mu_ briefly (non-blocking NCCL
 // calls return at once), so ncclCommAbort never races with another call.
@@ -69,8 +71,8 @@ class NcclComm {
   int32_t async_error(hvd_plugin_status* status);
 
   // The communicator of `world` (the survivors) from this one without
-  // `excluded`, by ncclCommShrink (NCCL_SHRINK_ABORT when this one has an
-  // asynchronous error); nullptr with *status set (HVD_ERR_UNIMPLEMENTED
+  // `excluded`, by ncclCommShrink (NCCL_SHRINK_ABORT when this one failed or
+  // an op is still in flight); nullptr with *status set (HVD_ERR_UNIMPLEMENTED
   // when the loaded NCCL has no ncclCommShrink). This one stays valid.
   NcclComm* shrink(const hvd_plugin_world& world, const int32_t* excluded, int32_t n_excluded,
                    hvd_plugin_status* status);

@@ -76,13 +76,6 @@ class PluginSlot {
 
 }  // namespace
 
-const std::vector<KnownPlugin>& known_plugins() {
-  static const std::vector<KnownPlugin> kPlugins = {
-      {"nccl", DeviceKind::kCuda, "libhvd_nccl.so"},
-  };
-  return kPlugins;
-}
-
 std::vector<std::filesystem::path> plugin_directories() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&plugin_directories), &info) == 0 ||
@@ -113,10 +106,6 @@ void register_plugin(TransportRegistry& registry, const KnownPlugin& plugin) {
         if (!loaded.is_ok()) return loaded.status();
         return PluginDevice::open(std::move(loaded).value(), device, timeout);
       });
-}
-
-void register_known_plugins(TransportRegistry& registry) {
-  for (const auto& plugin : known_plugins()) register_plugin(registry, plugin);
 }
 
 namespace {
@@ -166,12 +155,6 @@ common::Result<std::vector<KnownPlugin>> parse_plugin_list(std::string_view text
     text = comma == std::string_view::npos ? std::string_view() : text.substr(comma + 1);
   }
   return plugins;
-}
-
-TransportRegistry registry_with_plugins(const std::vector<KnownPlugin>& plugins) {
-  auto registry = TransportRegistry::with_builtins();
-  for (const auto& plugin : plugins) register_plugin(registry, plugin);
-  return registry;
 }
 
 PluginLoadReport try_load(const KnownPlugin& plugin) {

@@ -1,7 +1,8 @@
-// The plugins the registry knows by name (nccl -> libhvd_nccl.so) and how a
-// plugin becomes a registry entry: declared with its name and device, its
-// library loaded only when the entry is first asked whether it can run or
-// to create a transport (the first CUDA tensor), never before.
+// How a plugin becomes a registry entry: declared with its name, device and
+// library (the transport table's plugin rows, transports/table/, and the
+// transport_plugins setting's), its library loaded only when the entry is
+// first asked whether it can run or to create a transport (the first CUDA
+// tensor), never before.
 //
 // A library name without '/' is looked for beside the module holding this
 // code (libhvd.so, or hvdrun) and in ../lib from there, then where dlopen
@@ -23,9 +24,6 @@ struct KnownPlugin {
   std::string library;  // file name of the shared library (or a path)
 };
 
-// nccl (CUDA, libhvd_nccl.so).
-const std::vector<KnownPlugin>& known_plugins();
-
 // What becomes of a plugin: loaded from `path` (ABI `abi_version`), or
 // `error` saying why not (not found, not a plugin, too new, wrong name).
 struct PluginLoadReport {
@@ -43,19 +41,11 @@ std::vector<std::filesystem::path> plugin_directories();
 // ones; what it learns (loaded or not, can run or not) is kept.
 void register_plugin(TransportRegistry& registry, const KnownPlugin& plugin);
 
-// Every known plugin (TransportRegistry::with_builtins calls it).
-void register_known_plugins(TransportRegistry& registry);
-
 // The extra plugins of the transport_plugins setting (HVD_TRANSPORT_PLUGINS):
 // comma-separated NAME:DEVICE:LIBRARY entries, DEVICE cpu or cuda, LIBRARY a
 // path or a file name (looked for as above); blanks around entries are
 // ignored, "" is none. kInvalidArgument naming the bad entry otherwise.
 common::Result<std::vector<KnownPlugin>> parse_plugin_list(std::string_view text);
-
-// A registry of every built-in transport plus `plugins` (from
-// parse_plugin_list; a name already registered is replaced: a user's own
-// nccl build, say).
-TransportRegistry registry_with_plugins(const std::vector<KnownPlugin>& plugins);
 
 // Loads `plugin` now, for diagnostics (hvdrun --check-build).
 PluginLoadReport try_load(const KnownPlugin& plugin);

@@ -40,7 +40,8 @@ common::Result<std::unique_ptr<Transport>> PluginTransport::shrink(
     return common::unimplemented(what + ": the plugin (ABI version " +
                                  std::to_string(plugin_->abi_version()) + ") has no shrink");
   }
-  HVD_RETURN_IF_ERROR(failure());
+  // A latched failure (an asynchronous error, a failed op) does not stop
+  // the shrink: the plugin ends the collectives still running first.
   if (context.size != size_ - static_cast<int>(excluded.size())) {
     return common::invalid_argument(what + ": the new world has " + std::to_string(context.size) +
                                     " ranks, not " + std::to_string(size_) + " less " +

@@ -17,11 +17,14 @@
 #include "transports/device_work.h"
 #include "transports/plugin/plugin_loader.h"
 #include "transports/registry.h"
+#include "transports/shrinkable_transport.h"
 #include "transports/transport_base.h"
 
 namespace hvd::transports::plugin {
 
-class PluginTransport final : public TransportBase, public StreamedTransport {
+class PluginTransport final : public TransportBase,
+                              public StreamedTransport,
+                              public ShrinkableTransport {
  public:
   // The plugin's create() for this world; its Status when it fails.
   static common::Result<std::unique_ptr<Transport>> connect(std::shared_ptr<LoadedPlugin> plugin,
@@ -38,14 +41,14 @@ class PluginTransport final : public TransportBase, public StreamedTransport {
   // later call (this one included) returns the latched failure.
   Status async_error() override;
 
-  // The plugin's in-place shrink (ABI version 4): a transport for
-  // `context`'s world (the survivors, in their old order) made from this
-  // live one without `excluded` (ranks of this world, ascending). This
-  // transport stays valid (destroy it after). kUnimplemented when the
+  // The plugin's in-place shrink (ABI version 4; ShrinkableTransport): a
+  // transport that failed asynchronously may shrink (NCCL_SHRINK_ABORT), an
+  // aborted one may not (the plugin refuses). kUnimplemented when the
   // plugin has no shrink (older ABI, NULL, or HVD_ERR_UNIMPLEMENTED: the
   // loaded library lacks it); the caller then aborts and connects anew.
   common::Result<std::unique_ptr<Transport>> shrink(const TransportContext& context,
-                                                    std::span<const int> excluded);
+                                                    std::span<const int> excluded) override;
+  bool can_shrink() const override { return plugin_->has_shrink(); }
 
  private:
   PluginTransport(std::shared_ptr<LoadedPlugin> plugin, void* handle, int rank, int size)

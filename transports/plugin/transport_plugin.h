@@ -84,8 +84,8 @@ typedef struct hvd_plugin_world {
   int32_t size;
   int32_t local_rank; /* on this host; local_size 0: unknown */
   int32_t local_size;
-  int32_t cross_rank; /* among the hosts; cross_size 0: unknown */
-  int32_t cross_size;
+  int32_t cross_rank; /* Horovod's: among the ranks of this local rank, in */
+  int32_t cross_size; /* rank order; cross_size 0: unknown */
   int32_t device;     /* device ordinal (CUDA), -1 for none */
   int64_t timeout_ms; /* for connecting and for each op */
   const char* key_prefix;

@@ -13,7 +13,7 @@
 // HVD_SHM_CROSS_MEMORY=0 (or off/false/no) turns it off. Ranks as threads
 // of one process read through their own pid: the same path.
 //
-// Only alltoallv uses it (exchange_collectives.cc); which bytes take it is
+// Only alltoallv uses it (collectives.cc); which bytes take it is
 // decided per direction from counts both ends know (kCrossMemoryMinBytes).
 // allgatherv stays on staging: its staging copies stay in cache (chunks of
 // 1 MiB) and the kernel's page-by-page copy measured slower there (2 and 4

@@ -15,7 +15,4 @@ inline constexpr char kName[] = "shm";
 // not all on one host; context.store may be null only when context.size == 1.
 Result<std::unique_ptr<Transport>> create(const TransportContext& context);
 
-// Adds "shm" (DeviceKind::kCpu) to the registry.
-void register_transport(TransportRegistry& registry);
-
 }  // namespace hvd::transports::shm

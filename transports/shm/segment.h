@@ -23,7 +23,7 @@
 namespace hvd::transports::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x316d68732d647668;  // "hvd-shm1", little-endian
-inline constexpr uint32_t kSegmentVersion = 3;
+inline constexpr uint32_t kSegmentVersion = 4;
 
 struct alignas(64) SegmentHeader {
   uint64_t magic;
@@ -34,7 +34,7 @@ struct alignas(64) SegmentHeader {
   uint64_t total_bytes;
   uint64_t nonce;  // random, published with the location: an attacher checks it found this one
   alignas(64) uint32_t attached;  // ranks attached so far; size + 1 once the name is removed
-  alignas(64) uint32_t bell;      // bumped and futex-woken when something moves and someone sleeps
+  alignas(64) uint32_t bell;      // the attach's: bumped and futex-woken as ranks attach
   uint32_t sleepers;              // waiters asleep (or about to be) on `bell`
 };
 
@@ -60,8 +60,12 @@ struct alignas(64) RankSlot {
   uint64_t cross_probe_value;
   uint32_t cross_verdict;
   uint64_t cross_source[2];
+  // This rank's bell (waiter.h): bumped and futex-woken when its counters
+  // move and someone sleeps on it; only the ranks waiting for this one do.
+  alignas(64) uint32_t bell;
+  uint32_t sleepers;
 };
-static_assert(sizeof(RankSlot) == 6 * 64, "RankSlot: a layout change needs a kSegmentVersion bump");
+static_assert(sizeof(RankSlot) == 7 * 64, "RankSlot: a layout change needs a kSegmentVersion bump");
 
 class Segment {
  public:

@@ -7,7 +7,7 @@
 #include "transports/argument_checks.h"
 #include "transports/reduce_functions.h"
 #include "transports/shm/factory.h"
-#include "transports/shm/rendezvous.h"
+#include "transports/shm/segment_rendezvous.h"
 
 namespace hvd::transports::shm {
 

@@ -1,5 +1,5 @@
 // Transport over one POSIX shared-memory segment shared by every rank of the
-// world, all on one host (rendezvous.h: how they find it; collectives.h:
+// world, all on one host (segment_rendezvous.h: how they find it; collectives.h:
 // the algorithms; waiter.h: how ranks wait for each other).
 //
 // Threading: one caller at a time (the runtime serialises collectives),

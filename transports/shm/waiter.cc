@@ -5,14 +5,20 @@
 #include <algorithm>
 #include <thread>
 
+#include "common/scaled_timeout.h"
 #include "transports/shm/futex.h"
+#include "transports/shm/usable_cpus.h"
 
 namespace hvd::transports::shm {
 
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr auto kSlice = std::chrono::milliseconds(10);  // between looks at the peers
+// Between looks at the awaited peer (whether it died: a dead process rings
+// no bell). Ranks that outnumber the cores look less often: each look is a
+// wake-up that takes a core from the ranks that make progress.
+constexpr auto kSlice = std::chrono::milliseconds(10);
+constexpr auto kCrowdedSliceMax = std::chrono::milliseconds(200);
 
 uint64_t RankSlot::*member(Counter counter) {
   switch (counter) {
@@ -25,34 +31,53 @@ uint64_t RankSlot::*member(Counter counter) {
 
 void cpu_relax() { __builtin_ia32_pause(); }
 
-int cpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
-
 }  // namespace
 
+// A collective waits for every rank of the host in turn: on a crowded host
+// each needs its share of the CPU first, so the wait grows with the ranks as
+// the attach's does (common/scaled_timeout.h; 1024 ranks on 2 cores took
+// longer than 30 s for one allreduce).
 Waiter::Waiter(Segment& segment, int rank, std::chrono::milliseconds timeout)
-    : segment_(segment), rank_(rank), timeout_(timeout), peers_(segment, rank) {
-  bool crowded = segment.size() > cpus();
+    : segment_(segment),
+      rank_(rank),
+      timeout_(common::scaled_timeout(timeout, segment.size())),
+      peers_(segment, rank) {
+  const int cores = usable_cpus();
+  bool crowded = segment.size() > cores;
+  // Crowded: a yielding waiter stays runnable and takes turns from the
+  // ranks it waits for (886 of 1024 engine threads runnable at once, load
+  // 1000+ on 2 cores): a couple of yields, then sleep.
   spins_ = crowded ? 0 : 4000;
-  yields_ = crowded ? 32 : 16;
+  yields_ = crowded ? 2 : 16;
+  slice_ = crowded ? std::min<std::chrono::milliseconds>(kSlice * (segment.size() / cores),
+                                                         kCrowdedSliceMax)
+                   : kSlice;
 }
 
 uint64_t Waiter::load(Counter counter, int peer) const {
   return std::atomic_ref<uint64_t>(segment_.slot(peer).*member(counter)).load(std::memory_order_seq_cst);
 }
 
+namespace {
+
+void ring_bell(uint32_t& bell) {
+  std::atomic_ref<uint32_t>(bell).fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(&bell);
+}
+
+}  // namespace
+
 void Waiter::ring() {
-  SegmentHeader& h = segment_.header();
-  std::atomic_ref<uint32_t>(h.bell).fetch_add(1, std::memory_order_seq_cst);
-  futex_wake_all(&h.bell);
+  ring_bell(segment_.header().bell);
+  for (int r = 0; r < segment_.size(); ++r) ring_bell(segment_.slot(r).bell);
 }
 
 void Waiter::publish(Counter counter, uint64_t value) {
-  std::atomic_ref<uint64_t>(segment_.slot(rank_).*member(counter)).store(value, std::memory_order_seq_cst);
-  if (std::atomic_ref<uint32_t>(segment_.header().sleepers).load(std::memory_order_seq_cst) != 0) ring();
+  RankSlot& mine = segment_.slot(rank_);
+  std::atomic_ref<uint64_t>(mine.*member(counter)).store(value, std::memory_order_seq_cst);
+  if (std::atomic_ref<uint32_t>(mine.sleepers).load(std::memory_order_seq_cst) != 0) {
+    ring_bell(mine.bell);
+  }
 }
 
 common::Status Waiter::await(Counter counter, int peer, uint64_t target) {
@@ -76,9 +101,9 @@ common::Status Waiter::await_all(Counter counter, uint64_t target) {
 }
 
 common::Status Waiter::sleep_until(Counter counter, int peer, uint64_t target) {
-  SegmentHeader& h = segment_.header();
-  std::atomic_ref<uint32_t> bell(h.bell);
-  std::atomic_ref<uint32_t> sleepers(h.sleepers);
+  RankSlot& awaited = segment_.slot(peer);
+  std::atomic_ref<uint32_t> bell(awaited.bell);
+  std::atomic_ref<uint32_t> sleepers(awaited.sleepers);
   auto deadline = Clock::now() + timeout_;
   while (true) {
     if (load(counter, peer) >= target) return common::Status::ok();
@@ -96,7 +121,7 @@ common::Status Waiter::sleep_until(Counter counter, int peer, uint64_t target) {
     uint32_t seen = bell.load(std::memory_order_seq_cst);
     sleepers.fetch_add(1, std::memory_order_seq_cst);
     if (load(counter, peer) < target && !interrupted()) {
-      futex_wait(&h.bell, seen, std::min<Clock::duration>(kSlice, deadline - now));
+      futex_wait(&awaited.bell, seen, std::min<Clock::duration>(slice_, deadline - now));
     }
     sleepers.fetch_sub(1, std::memory_order_seq_cst);
   }

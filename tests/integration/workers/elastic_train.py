@@ -196,22 +196,27 @@ def data(rank, step):
 
 kills = [tuple(map(int, k.split(":"))) for k in os.environ.get("ELASTIC_KILLS", "").split(",") if k]
 device_ops = os.environ.get("ELASTIC_DEVICE_OPS") == "1"
+device = []  # the process's device: its first local rank (the model stays there)
 
 
 def device_allreduce(step):
-    """A sum of (rank + 1) over the world, as a device op of this rank's
-    device; HorovodInternalError (hvd.elastic.run resets) when it fails."""
+    """A sum of (rank + 1) over the world, as a device op of this process's
+    device (chosen once, as torch.cuda.set_device(hvd.local_rank()) at the
+    start: a reset that renumbers the local ranks does not move the model);
+    HorovodInternalError (hvd.elastic.run resets) when it fails."""
     import ctypes
 
     import numpy as np
 
     from hvd._collectives import enqueue
     from hvd._lib import C, make_op
+    if not device:
+        device.append(hvd.local_rank())
     a = np.full(4, hvd.rank() + 1, dtype=np.float32)
     dims = (ctypes.c_int64 * 1)(4)
     op = make_op(op_type=C.OPTYPE_ALLREDUCE, name=f"device.{step}".encode(), input=a.ctypes.data,
                  output=a.ctypes.data, shape=dims, ndim=1, dtype=C.FLOAT32,
-                 device=hvd.local_rank(), reduce_op=C.OP_SUM)
+                 device=device[0], reduce_op=C.OP_SUM)
     enqueue.submit(enqueue.Prep(op, (a, dims), lambda hid: a), "allreduce").wait()
     n = hvd.size()
     assert (a == n * (n + 1) / 2).all(), (a, n)

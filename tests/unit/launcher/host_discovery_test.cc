@@ -1,4 +1,4 @@
-#include "launcher/elastic/host_discovery.h"
+#include "launcher/host_discovery.h"
 
 #include <sys/stat.h>
 

@@ -114,3 +114,43 @@ TEST_CASE("liveness rule: many warnings of one review make one line",
             "4 late workers (rank 0, rank 1, rank 2, and 1 more), e.g. "
             "rank 0: late"});
 }
+
+TEST_CASE("liveness rule: most of the job late at once waits kCrowdMultiple x the hung limit",
+          "[liveness]") {
+  // 6 of 8 watched workers silent for 60 s: hvdrun's side is starved, not
+  // them; a stopped one is still dead, and with few late the limit is 50 s.
+  LivenessRule r = rule();
+  r.process_state(5, true, t0);
+  std::vector<LivenessRule::Late> late;
+  for (int p = 0; p < 6; ++p) late.push_back({p, 60s});
+  auto f = r.review(late, t0 + 60s, 8);
+  REQUIRE(f.size() == 6);
+  for (const auto& finding : f) {
+    INFO(finding.process);
+    CHECK(finding.dead == (finding.process == 5));
+  }
+  CHECK(f[0].text.find("dead only at the hung limit of 150 s (x 3 while most of the job is late "
+                       "at once: hvdrun or its host is starved)") != std::string::npos);
+  // Past three hung limits they are dead all the same.
+  f = r.review({{0, 151s}, {1, 151s}, {2, 151s}}, t0 + 151s, 4);
+  REQUIRE(f.size() == 3);
+  CHECK(f[0].dead);
+  CHECK(f[0].text.rfind("no heartbeat for 150 s (the hung limit", 0) == 0);
+  // Two of eight late: no crowd, the hung limit is 50 s.
+  LivenessRule few = rule();
+  f = few.review({{0, 60s}, {1, 60s}}, t0 + 60s, 8);
+  REQUIRE(f.size() == 2);
+  CHECK(f[0].dead);
+}
+
+TEST_CASE("liveness rule: many deaths make one message", "[liveness]") {
+  std::vector<std::pair<std::string, LivenessRule::Finding>> d;
+  for (int i = 0; i < 5; ++i) {
+    d.emplace_back("rank " + std::to_string(i), LivenessRule::Finding{i, true, 60s, "silent"});
+  }
+  CHECK(LivenessRule::death_message(d) ==
+        "5 workers stopped responding (rank 0, rank 1, rank 2, and 2 more), e.g. rank 0: silent");
+  d.resize(2);
+  CHECK(LivenessRule::death_message(d) ==
+        "rank 0 stopped responding: silent; rank 1 stopped responding: silent");
+}

@@ -1,4 +1,4 @@
-#include "launcher/elastic/state_loss.h"
+#include "launcher/state_loss.h"
 
 #include <catch2/catch.hpp>
 #include <map>
@@ -7,7 +7,7 @@
 
 #include "launcher/cli.h"
 
-namespace hvd::launcher::elastic {
+namespace hvd::launcher {
 
 namespace {
 
@@ -77,4 +77,4 @@ TEST_CASE("state loss: the line names the commit, its holders and where the job 
         "commit 8");
 }
 
-}  // namespace hvd::launcher::elastic
+}  // namespace hvd::launcher

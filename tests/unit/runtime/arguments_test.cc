@@ -32,12 +32,4 @@ TEST_CASE("arguments: counts and pointers", "[arguments]") {
             .message() == "allreduce: data count 9223372036854775807 is too large");
 }
 
-TEST_CASE("arguments: roots", "[arguments]") {
-  CHECK(check_root(0, 1, "broadcast").is_ok());
-  CHECK(check_root(3, 4, "broadcast").is_ok());
-  CHECK(check_root(4, 4, "broadcast").message() ==
-        "broadcast: root 4 is out of range for a world of size 4");
-  CHECK(check_root(-1, 4, "broadcast").code() == common::StatusCode::kInvalidArgument);
-}
-
 }  // namespace hvd::runtime

@@ -24,6 +24,7 @@
 #include "transports/gloo/factory.h"
 #include "transports/hierarchical/factory.h"
 #include "transports/hierarchical/slices.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::runtime {
 
@@ -39,7 +40,7 @@ using common::Status;
 // The built-in transports plus "fakegpu": a CUDA entry whose transport is
 // gloo on host memory, with HostDeviceWork as its device work.
 TransportRegistry registry_with_fake_gpu() {
-  TransportRegistry registry = TransportRegistry::with_builtins();
+  TransportRegistry registry = hvd::transports::builtin_registry();
   registry.add(
       "fakegpu", DeviceKind::kCuda,
       [](const TransportContext& c) { return transports::gloo::create(c); }, nullptr,

@@ -37,15 +37,21 @@ int wait_updates(MembershipWatch& watch, int want) {
 struct Removals {
   std::mutex mu;
   std::vector<common::Status> seen;
+  std::vector<std::vector<int>> ranks;  // the members' ranks in the round, per call
   MembershipWatch::OnMembersRemoved callback() {
-    return [this](const common::Status& s) {
+    return [this](const common::Status& s, const std::vector<int>& r) {
       std::lock_guard lock(mu);
       seen.push_back(s);
+      ranks.push_back(r);
     };
   }
   std::vector<common::Status> get() {
     std::lock_guard lock(mu);
     return seen;
+  }
+  std::vector<std::vector<int>> get_ranks() {
+    std::lock_guard lock(mu);
+    return ranks;
   }
 };
 
@@ -98,6 +104,7 @@ TEST_CASE("membership watch: a newcomer waiting, hosts added and members removed
   late.stop();
   REQUIRE(late_removals.get().size() == 1);
   CHECK(late_removals.get()[0].message() == "slot(s) 1 of rendezvous round 0 left the job");
+  CHECK(late_removals.get_ranks()[0] == std::vector<int>{1});  // its rank in round 0
   CHECK(removals.get().empty());
 
   // Host h0 is lost: slot 0, a member of round 0, is removed.
@@ -107,6 +114,7 @@ TEST_CASE("membership watch: a newcomer waiting, hosts added and members removed
   REQUIRE(seen.size() == 1);
   CHECK(seen[0].code() == common::StatusCode::kAborted);
   CHECK(seen[0].message() == "slot(s) 0 of rendezvous round 0 left the job (host(s) h0)");
+  CHECK(removals.get_ranks()[0] == std::vector<int>{0});
   // ... and the round no longer waits for it: the newcomer's round forms.
   REQUIRE(newcomer.wait_for(10s) == std::future_status::ready);
   auto world = newcomer.get();
@@ -144,7 +152,7 @@ TEST_CASE("membership watch: events of an earlier round and removals of non-memb
 
 TEST_CASE("membership watch: stop is prompt while the service is unreachable", "[membership]") {
   RendezvousClient client("127.0.0.1:1", kToken, 300ms);
-  MembershipWatch watch(client, 0, 0, [](const common::Status&) {});
+  MembershipWatch watch(client, 0, 0, [](const common::Status&, const std::vector<int>&) {});
   std::this_thread::sleep_for(300ms);  // a failed attempt or two, pausing between them
   const auto start = std::chrono::steady_clock::now();
   watch.stop();

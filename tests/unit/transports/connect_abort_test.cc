@@ -19,6 +19,7 @@
 #include "daemon/rendezvous/kv_store.h"
 #include "transports/connect_abort.h"
 #include "transports/registry.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::transports {
 namespace {
@@ -51,7 +52,7 @@ struct DeadPeerWorld {
     context.timeout = timeout;
   }
   common::Result<std::unique_ptr<Transport>> connect() const {
-    return TransportRegistry::with_builtins().create(DeviceKind::kCpu, "gloo", context);
+    return builtin_registry().create(DeviceKind::kCpu, "gloo", context);
   }
 
   daemon::KvStore store;

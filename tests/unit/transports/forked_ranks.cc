@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "file_store.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::transports::testing {
 
@@ -32,7 +33,7 @@ using Clock = std::chrono::steady_clock;
     context.store = &store;
     context.key_prefix = options.key_prefix;
     context.timeout = options.timeout;
-    auto transport = TransportRegistry::with_builtins().create(options.transport, context);
+    auto transport = builtin_registry().create(options.transport, context);
     if (!transport.is_ok()) {
       problems.push_back("create: " + transport.status().to_string());
     } else {

@@ -21,17 +21,32 @@ TEST_CASE("layout: hosts by their lowest rank, local ranks in rank order") {
   const std::vector<std::string> hosts{"b", "a", "b", "a", "c"};
   Layout l = layout_of(hosts, 2);
   CHECK((l.rank == 2 && l.size == 5 && l.host == "b"));
-  CHECK(l.cross_rank == 0);
-  CHECK(l.cross_size == 3);
+  CHECK(l.host_index == 0);
+  CHECK(l.host_count == 3);
   CHECK(l.local_rank == 1);
   CHECK(l.local_size == 2);
+  // Horovod's cross rank: ranks 2 and 3 have local rank 1 (host c has none).
+  CHECK((l.cross_rank == 0 && l.cross_size == 2));
   CHECK_FALSE(l.homogeneous);
   CHECK(l.hosts == std::vector<std::vector<int>>{{0, 2}, {1, 3}, {4}});
   l = layout_of({"a", "a", "b", "b"}, 3);
-  CHECK((l.local_rank == 1 && l.local_size == 2 && l.cross_rank == 1 && l.cross_size == 2));
+  CHECK((l.local_rank == 1 && l.local_size == 2 && l.host_index == 1 && l.host_count == 2));
+  CHECK((l.cross_rank == 1 && l.cross_size == 2));
   CHECK(l.homogeneous);
   l = layout_of({"", "", ""}, 1);
-  CHECK((l.cross_size == 1 && l.local_size == 3 && l.local_rank == 1));
+  CHECK((l.host_count == 1 && l.local_size == 3 && l.local_rank == 1));
+  CHECK((l.host_index == 0 && l.cross_rank == 0 && l.cross_size == 1));
+}
+
+TEST_CASE("layout: the host index numbers hosts, the cross rank counts ranks in rank order") {
+  // a holds ranks 0 and 3, b ranks 1 and 2: local rank 1 is rank 3 on host
+  // 0 and rank 2 on host 1, so rank 3's cross rank is 1 (Horovod's: rank 2
+  // comes first), its host index 0.
+  const Layout l = layout_of({"a", "b", "b", "a"}, 3);
+  CHECK((l.host_index == 0 && l.host_count == 2 && l.local_rank == 1 && l.local_size == 2));
+  CHECK((l.cross_rank == 1 && l.cross_size == 2));
+  const Layout two = layout_of({"a", "b", "b", "a"}, 2);
+  CHECK((two.host_index == 1 && two.local_rank == 1 && two.cross_rank == 0));
 }
 
 TEST_CASE("layout: the hosts' ranks as rank 0 publishes them, run-length encoded") {
@@ -53,8 +68,10 @@ TEST_CASE("layout: the hosts' ranks as rank 0 publishes them, run-length encoded
     for (int r = 0; r < static_cast<int>(hosts.size()); ++r) {
       const Layout a = layout_of(hosts, r);
       const Layout b = layout_of_groups(*decoded, r, hosts[static_cast<size_t>(r)]);
-      CHECK((a.hosts == b.hosts && a.cross_rank == b.cross_rank && a.local_rank == b.local_rank &&
-             a.local_size == b.local_size && a.homogeneous == b.homogeneous));
+      CHECK((a.hosts == b.hosts && a.host_index == b.host_index && a.host_count == b.host_count &&
+             a.cross_rank == b.cross_rank && a.cross_size == b.cross_size &&
+             a.local_rank == b.local_rank && a.local_size == b.local_size &&
+             a.homogeneous == b.homogeneous));
     }
   }
   CHECK(encode_groups(groups_of({"b", "a", "b", "a", "c"})) == "1@2,0*1,1*1,1@1");

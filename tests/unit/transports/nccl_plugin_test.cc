@@ -9,6 +9,7 @@
 
 #include "transports/nccl/nccl_hints.h"
 #include "transports/plugin/plugin_loader.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::transports::plugin {
 
@@ -37,7 +38,7 @@ TEST_CASE("nccl plugin: loads, and says clearly when it cannot run here", "[plug
 
 TEST_CASE("nccl plugin: the registry refuses it with the reason, gloo still works",
           "[plugin][nccl]") {
-  TransportRegistry registry = TransportRegistry::with_builtins();
+  TransportRegistry registry = builtin_registry();
   bool listed = false;
   for (const auto& entry : registry.list()) {
     if (entry.name != "nccl") continue;

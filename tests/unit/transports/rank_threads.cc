@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "daemon/rendezvous/kv_store.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::transports::testing {
 
@@ -13,7 +14,7 @@ std::vector<Problems> run_ranks(
     const RankOptions& options,
     const std::function<void(int, std::unique_ptr<Transport>&, Problems&)>& body) {
   daemon::KvStore store;
-  TransportRegistry registry = TransportRegistry::with_builtins();
+  TransportRegistry registry = builtin_registry();
   std::vector<Problems> problems(static_cast<size_t>(options.size));
   std::vector<std::promise<void>> done(static_cast<size_t>(options.size));
   std::vector<std::future<void>> finished;

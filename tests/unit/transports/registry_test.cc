@@ -1,11 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include "transports/registry.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::transports {
 
 TEST_CASE("registry: built-ins and unknown names", "[registry]") {
-  TransportRegistry registry = TransportRegistry::with_builtins();
+  TransportRegistry registry = builtin_registry();
   CHECK(registry.names(DeviceKind::kCpu) == std::vector<std::string>{"auto", "gloo", "hierarchical", "shm"});
   // nccl is declared whether or not its library exists (loaded on first use).
   CHECK(registry.names(DeviceKind::kCuda) == std::vector<std::string>{"nccl"});
@@ -49,7 +50,7 @@ TEST_CASE("registry: entries list their device and availability", "[registry]") 
 }
 
 TEST_CASE("registry: gloo and shm can run anywhere", "[registry]") {
-  for (const auto& entry : TransportRegistry::with_builtins().list()) {
+  for (const auto& entry : builtin_registry().list()) {
     if (entry.device != DeviceKind::kCpu) continue;
     INFO(entry.name);
     CHECK(entry.availability.available);
@@ -73,7 +74,7 @@ TEST_CASE("registry: a factory's own refusal comes back as is", "[registry]") {
 TEST_CASE("registry: gloo refuses a multi-rank world without a store", "[registry]") {
   TransportContext context;
   context.size = 2;
-  auto refused = TransportRegistry::with_builtins().create("gloo", context);
+  auto refused = builtin_registry().create("gloo", context);
   REQUIRE_FALSE(refused.is_ok());
   CHECK(refused.status().code() == common::StatusCode::kInvalidArgument);
   CHECK_THAT(refused.status().message(), Catch::Contains("needs a rendezvous store"));

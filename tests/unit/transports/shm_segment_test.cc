@@ -1,5 +1,5 @@
 // How the ranks of an shm world come to share one segment
-// (transports/shm/rendezvous.h): ranks in one pid namespace share rank 0's
+// (transports/shm/segment_rendezvous.h): ranks in one pid namespace share rank 0's
 // anonymous segment (memfd, reached through /proc), so nothing is ever in
 // /dev/shm and the segment dies with the last process that maps it, even
 // when rank 0 is killed before its peers attached; ranks that share only
@@ -21,7 +21,7 @@
 #include "daemon/rendezvous/kv_store.h"
 #include "file_store.h"
 #include "forked_ranks.h"
-#include "transports/shm/rendezvous.h"
+#include "transports/shm/segment_rendezvous.h"
 #include "transports/shm/segment.h"
 
 namespace hvd::transports::shm {
@@ -31,7 +31,7 @@ using namespace std::chrono_literals;
 using common::StatusCode;
 using testing::shm_files;
 
-// What a rank publishes about itself (rendezvous.cc's Identity), with a
+// What a rank publishes about itself (segment_rendezvous.cc's Identity), with a
 // given pid namespace and /dev/shm.
 std::string identity(const std::string& pid_ns, const std::string& shm) {
   std::string boot;

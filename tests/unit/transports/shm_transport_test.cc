@@ -17,6 +17,7 @@
 #include "forked_ranks.h"
 #include "transport_under_test.h"
 #include "transports/shm/shm_transport.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::transports {
 namespace {
@@ -67,7 +68,7 @@ TEST_CASE("shm: refuses a world whose ranks are not all on one host", "[shm]") {
   context.local_size = 2;
   daemon::KvStore store;
   context.store = &store;
-  auto refused = TransportRegistry::with_builtins().create("shm", context);
+  auto refused = builtin_registry().create("shm", context);
   REQUIRE_FALSE(refused.is_ok());
   CHECK(refused.status().code() == StatusCode::kFailedPrecondition);
   CHECK_THAT(refused.status().message(), Catch::Contains("only 2 of the 4 ranks are on this host"));
@@ -78,7 +79,7 @@ TEST_CASE("shm: refuses a world whose ranks are not all on one host", "[shm]") {
   context.key_prefix = "elsewhere/";
   context.timeout = std::chrono::milliseconds(2000);
   REQUIRE(store.set("elsewhere/shm/host/1", "another-boot\n1\n1:2\nhost-b").is_ok());
-  refused = TransportRegistry::with_builtins().create("shm", context);
+  refused = builtin_registry().create("shm", context);
   REQUIRE_FALSE(refused.is_ok());
   CHECK(refused.status().code() == StatusCode::kFailedPrecondition);
   CHECK_THAT(refused.status().message(), Catch::Contains("but rank 1 is on host-b") &&

@@ -18,6 +18,7 @@
 
 #include "rank_threads.h"
 #include "transport_under_test.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::transports {
 
@@ -238,13 +239,13 @@ TEST_CASE("abort: before any call, twice, and with the reason's own code", "[tra
   }));
 
   TransportContext alone;  // a world of one: nothing to wait for, still aborted
-  auto transport = TransportRegistry::with_builtins().create(options.transport, alone);
+  auto transport = builtin_registry().create(options.transport, alone);
   REQUIRE(transport.is_ok());
   transport.value()->abort(common::unavailable("peer 3 died"));
   Problems p;
   expect_aborted(transport.value()->barrier(), StatusCode::kUnavailable, "peer 3 died", 0, 1,
                  "a reason with its own code", p);
-  auto plain = TransportRegistry::with_builtins().create(options.transport, alone);
+  auto plain = builtin_registry().create(options.transport, alone);
   REQUIRE(plain.is_ok());
   plain.value()->abort(Status::ok());
   expect_aborted(plain.value()->barrier(), StatusCode::kAborted, "aborted", 0, 1, "an OK reason", p);

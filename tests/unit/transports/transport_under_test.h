@@ -10,11 +10,12 @@
 
 #include "rank_threads.h"
 #include "transports/registry.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::transports::testing {
 
 inline std::string transport_under_test() {
-  auto names = TransportRegistry::with_builtins().names(DeviceKind::kCpu);
+  auto names = builtin_registry().names(DeviceKind::kCpu);
   return GENERATE_COPY(from_range(names));
 }
 

@@ -61,3 +61,19 @@ TEST_CASE("heartbeat: the commit a worker holds reaches the rendezvous's ledger 
 }
 
 }  // namespace hvd::runtime
+
+namespace hvd::runtime {
+
+TEST_CASE("heartbeat: a large job beats less often, within a third of its timeout") {
+  // Small jobs: ten beats per timeout, at least every half second.
+  CHECK(Heartbeat::interval_for(5000ms, 8) == 500ms);
+  CHECK(Heartbeat::interval_for(5000ms, 1024) == 500ms);
+  // The job's beats at most kJobBeatsPerSecond a second...
+  CHECK(Heartbeat::interval_for(60s, 16384) == 4000ms);
+  CHECK(Heartbeat::interval_for(60s, 65536) == 16000ms);
+  // ... while the timeout allows: a running worker is never late.
+  CHECK(Heartbeat::interval_for(5000ms, 65536) == 1666ms);
+  CHECK(Heartbeat::interval_for(48s, 65536) == 16000ms);
+}
+
+}  // namespace hvd::runtime

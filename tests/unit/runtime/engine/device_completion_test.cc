@@ -321,6 +321,30 @@ TEST_CASE("device completions: an asynchronous error of the transport fails the 
   work->release_events();
 }
 
+TEST_CASE("device completions: a batch whose events completed after its collective failed "
+          "fails, never completes OK", "[device_completion]") {
+  // The transport failed (an asynchronous error, or an abort from outside
+  // the set) and the kernels then ended: the events complete, the tensors
+  // hold what the failed collective left. The completion thread looks at
+  // the transport once more before it completes the batch.
+  auto work = std::make_shared<HostDeviceWork>(0, kComm, true);
+  SoloTransport transport;
+  HandleTable handles;
+  std::atomic<int> failures{0};
+  DeviceCompletions completions("test set", 4, 10000ms, completing(handles),
+                                [&](const Status&) { ++failures; });
+  work->hold_events();
+  auto b = batch_of(handles, "left half done", recorded(work));
+  b.watched.push_back(&transport);
+  const int64_t h = b.entries[0].handle;
+  transport.fail_later(common::unavailable("fakecuda: rank 1's data will not come"));
+  work->release_events();  // done at once: no look at the transport while it waited
+  completions.add(std::move(b));
+  REQUIRE(eventually([&] { return handles.poll(h).value(); }));
+  CHECK(handles.wait(h, 1s).message() == "fakecuda: rank 1's data will not come");
+  CHECK(failures.load() == 1);
+}
+
 TEST_CASE("set engine: a device op is launched and readable before the device is done; the next "
           "batch, of the same name, is negotiated and launched while it runs",
           "[device_completion]") {

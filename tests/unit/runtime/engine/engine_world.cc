@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "transports/registry.h"
+#include "transports/table/transport_table.h"
 
 namespace hvd::runtime::engine::testing {
 
@@ -27,7 +28,7 @@ void EngineWorld::start(const WorldOptions& options, daemon::KvStore& store) {
   std::vector<std::unique_ptr<transports::Transport>> transports(static_cast<size_t>(n));
   std::vector<std::string> errors(static_cast<size_t>(n));
   std::vector<std::thread> threads;
-  auto registry = transports::TransportRegistry::with_builtins();
+  auto registry = transports::builtin_registry();
   for (int r = 0; r < n; ++r) {
     threads.emplace_back([&, r] {
       transports::TransportContext context;

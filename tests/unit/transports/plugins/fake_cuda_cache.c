@@ -1,5 +1,5 @@
 /* fakecuda's caching allocator model (fake_cuda_cache.h). */
-#include "tests/unit/transports/plugins/fake_cuda_cache.h"
+#include "fake_cuda_cache.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -22,9 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/unit/transports/plugins/fake_cuda_device.h"
-#include "tests/unit/transports/plugins/fake_cuda_streams.h"
-#include "tests/unit/transports/plugins/plugin_status.h"
+#include "fake_cuda_device.h"
+#include "fake_cuda_streams.h"
+#include "plugin_status.h"
 
 #define EXPORT __attribute__((visibility("default")))
 

@@ -34,9 +34,9 @@
 #include <string.h>
 #include <time.h>
 
-#include "tests/unit/transports/plugins/fake_cuda_device.h"
-#include "tests/unit/transports/plugins/fake_cuda_streams.h"
-#include "tests/unit/transports/plugins/plugin_status.h"
+#include "fake_cuda_device.h"
+#include "fake_cuda_streams.h"
+#include "plugin_status.h"
 #include "transports/plugin/transport_plugin.h"
 
 #define EXPORT __attribute__((visibility("default")))

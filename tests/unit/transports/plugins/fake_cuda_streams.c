@@ -1,5 +1,5 @@
 /* fakecuda's asynchronous streams and events (fake_cuda_streams.h). */
-#include "tests/unit/transports/plugins/fake_cuda_streams.h"
+#include "fake_cuda_streams.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tests/unit/transports/plugins/fake_cuda_cache.h"
+#include "fake_cuda_cache.h"
 
 typedef struct fake_stream fake_stream;
 typedef struct fake_event fake_event;

@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "tests/unit/transports/plugins/plugin_status.h"
+#include "plugin_status.h"
 #include "transports/plugin/transport_plugin.h"
 
 #ifndef TEST_PLUGIN_ABI_VERSION

@@ -1,6 +1,6 @@
 // The complete environment of one worker: hvdrun's own environment, then the
 // resolved settings (HVD_* tunables), then -x variables, then the contract of
-// common/worker_env.h (rank, sizes, rendezvous address, the worker's
+// common/worker_env_names.h (rank, sizes, rendezvous address, the worker's
 // rendezvous credential in HVD_JOB_TOKEN, ...) and
 // the variables horovodrun (Gloo mode) gives its workers (HOROVOD_RANK, ...,
 // HOROVOD_CONTROLLER=gloo; docs/environment.md), each layer overriding the

@@ -1,4 +1,4 @@
-#include "launcher/elastic/host_discovery.h"
+#include "launcher/host_discovery.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -14,7 +14,7 @@
 #include "common/job_limits.h"
 #include "common/printable.h"
 #include "common/child_process.h"
-#include "launcher/worker_env.h"
+#include "launcher/worker_environment.h"
 
 namespace hvd::launcher {
 

@@ -1,8 +1,9 @@
-#include "transports/shm/rendezvous.h"
+#include "transports/shm/segment_rendezvous.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <charconv>
 #include <fstream>
@@ -12,6 +13,7 @@
 
 #include "common/scaled_timeout.h"
 #include "transports/shm/futex.h"
+#include "transports/shm/usable_cpus.h"
 #include "transports/transport_base.h"
 
 namespace hvd::transports::shm {
@@ -198,10 +200,17 @@ common::Result<Segment> join_segment(const TransportContext& c, size_t staging_b
   if (attached.fetch_add(1, std::memory_order_seq_cst) + 1 == everyone) {
     if (!name.empty()) Segment::unlink(name);  // everyone has it mapped
     attached.fetch_add(1, std::memory_order_seq_cst);  // size + 1: "and the name is gone"
+    // Only the last one rings: the others wait for everyone, not for each
+    // attach (N wake-ups of N waiters at 1024 ranks on 2 cores).
+    bell.fetch_add(1, std::memory_order_seq_cst);
+    futex_wake_all(&header.bell);
   }
-  bell.fetch_add(1, std::memory_order_seq_cst);
-  futex_wake_all(&header.bell);
 
+  // Between looks at the abort: longer when ranks outnumber the cores (each
+  // look takes a core from the ranks still attaching), up to 200 ms.
+  const std::chrono::milliseconds slice = std::clamp(
+      std::chrono::milliseconds(10) * (c.size / usable_cpus()),
+      std::chrono::milliseconds(10), std::chrono::milliseconds(200));
   const std::chrono::milliseconds timeout = common::scaled_timeout(c.timeout, c.size);
   auto deadline = Clock::now() + timeout;
   while (true) {
@@ -226,7 +235,7 @@ common::Result<Segment> join_segment(const TransportContext& c, size_t staging_b
                                    " ms waiting for ranks " + missing + " to attach to " +
                                    (name.empty() ? "rank 0's segment" : name));
     }
-    futex_wait(&header.bell, seen, std::min<Clock::duration>(std::chrono::milliseconds(10), deadline - now));
+    futex_wait(&header.bell, seen, std::min<Clock::duration>(slice, deadline - now));
   }
   segment.value().close_locator();  // every rank has it mapped: nobody needs rank 0's descriptor
   return segment;

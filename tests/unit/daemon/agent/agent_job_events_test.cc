@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "daemon/agent/job_events.h"
+#include "daemon/agent/agent_job_events.h"
 
 using namespace std::chrono_literals;
 using hvd::daemon::JobEvents;

@@ -1,4 +1,4 @@
-#include "launcher/worker_env.h"
+#include "launcher/worker_environment.h"
 
 #include <catch2/catch.hpp>
 #include <string>

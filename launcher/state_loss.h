@@ -12,7 +12,7 @@
 #include "config/settings.h"
 #include "daemon/rendezvous/commit_ledger.h"
 
-namespace hvd::launcher::elastic {
+namespace hvd::launcher {
 
 enum class OnStateLoss { kRestart, kFail };
 
@@ -25,4 +25,4 @@ common::Result<OnStateLoss> on_state_loss(const config::Settings& settings);
 // fail: "; ending the job (--on-state-loss fail)".
 std::string describe_loss(const daemon::CommitLedger::Loss& loss, OnStateLoss policy);
 
-}  // namespace hvd::launcher::elastic
+}  // namespace hvd::launcher

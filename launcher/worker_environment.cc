@@ -1,10 +1,10 @@
-#include "launcher/worker_env.h"
+#include "launcher/worker_environment.h"
 
 #include <set>
 #include <string>
 #include <vector>
 
-#include "common/worker_env.h"
+#include "common/worker_env_names.h"
 #include "config/settings_table.h"
 #include "daemon/rendezvous/worker_credentials.h"
 

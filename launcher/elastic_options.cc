@@ -1,8 +1,8 @@
-#include "launcher/elastic/elastic_options.h"
+#include "launcher/elastic_options.h"
 
 #include <CLI/CLI.hpp>
 
-#include "launcher/elastic/host_discovery.h"
+#include "launcher/host_discovery.h"
 
 namespace hvd::launcher {
 

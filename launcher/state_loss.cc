@@ -1,8 +1,8 @@
-#include "launcher/elastic/state_loss.h"
+#include "launcher/state_loss.h"
 
 #include "common/printable.h"
 
-namespace hvd::launcher::elastic {
+namespace hvd::launcher {
 
 namespace {
 
@@ -33,4 +33,4 @@ std::string describe_loss(const daemon::CommitLedger::Loss& loss, OnStateLoss po
          (loss.restart == 0 ? " (the start)" : "");
 }
 
-}  // namespace hvd::launcher::elastic
+}  // namespace hvd::launcher

@@ -1,4 +1,4 @@
-#include "daemon/agent/job_events.h"
+#include "daemon/agent/agent_job_events.h"
 
 namespace hvd::daemon {
 
