@@ -1,5 +1,7 @@
 #include "runtime/device_shrink.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -15,11 +17,7 @@ constexpr const char* kNone = "-";
 constexpr const char* kReuse = "reuse";
 constexpr const char* kAnew = "anew";
 
-std::string join(const std::vector<int>& ranks) {
-  std::string out;
-  for (int r : ranks) out += (out.empty() ? "" : ",") + std::to_string(r);
-  return out;
-}
+std::string join(const std::vector<int>& ranks) { return fmt::format("{}", fmt::join(ranks, ",")); }
 
 }  // namespace
 

@@ -80,6 +80,10 @@ void DeviceRoute::refuse_locked(const Status& reason) {
 
 void DeviceRoute::abort_transport_locked() {
   if (!transport_ || transport_aborted_ || retiring_.joinable()) return;
+  end_transport_locked();
+}
+
+void DeviceRoute::end_transport_locked() {
   transport_aborted_ = true;
   transport_->abort(aborted_);
   changed_.notify_all();  // settle()
@@ -156,9 +160,7 @@ void DeviceRoute::retire() {
     spdlog::info("GPU transport aborted: no lost member was named within {} ms of the failure",
                  shrink_grace_.count());
   }
-  transport_aborted_ = true;
-  transport_->abort(aborted_);
-  changed_.notify_all();  // settle()
+  end_transport_locked();
 }
 
 std::string DeviceRoute::name() const {

@@ -93,6 +93,8 @@ class DeviceRoute {
   void refuse_locked(const common::Status& reason);
   // mu_ held: aborts the transport now, unless a retirement runs.
   void abort_transport_locked();
+  // mu_ held: aborts it and wakes settle() (the retirement's end too).
+  void end_transport_locked();
   // mu_ held: starts the thread that shrinks (or, after the grace, aborts).
   void retire_locked();
   void retire();  // the thread
