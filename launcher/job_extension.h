@@ -39,6 +39,9 @@ class JobExtension {
   // hot spare), not a slot's worker; a promoted spare's exit becomes its
   // slot's worker's (exit.rank is rewritten).
   virtual bool take_spare_exit(WorkerExited& /*exit*/) { return false; }
+  // Whether process `process` is its slot's worker still (false: a
+  // promoted spare took its slot).
+  virtual bool holds_slot(int /*process*/) const { return true; }
   // A run of the host discovery script, while the job is not terminating.
   virtual void hosts_discovered(const HostsDiscovered& /*found*/) {}
   // The host of process `process`; empty when the extension does not know

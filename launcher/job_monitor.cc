@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "daemon/rendezvous/liveness.h"
 #include "daemon/rendezvous/rendezvous_service.h"
 
 namespace hvd::launcher {
@@ -39,12 +40,14 @@ void JobMonitor::add_event(std::string kind, std::string text) {
 }
 
 void JobMonitor::exited(int process, const std::string& host, int exit_code, int signal,
-                        bool expected) {
+                        bool expected, bool current) {
   std::lock_guard lock(mu_);
   Tracked& t = tracked_[process];
   t.host = host;
-  t.exited = Clock::now();
-  t.stopped = false;
+  if (current) {
+    t.exited = Clock::now();
+    t.stopped = false;
+  }
   const std::string who = "rank " + std::to_string(process) + " on " + host;
   if (signal != 0) {
     if (!expected) ++state_.failures["signal"];
@@ -72,9 +75,17 @@ void JobMonitor::agent_lost(const std::string& host, const std::string& why) {
 
 void JobMonitor::refresh(const std::vector<Placed>& processes, std::vector<Blacklisted> blacklisted,
                          const daemon::RendezvousService& rendezvous, Clock::time_point now) {
-  const int64_t round = rendezvous.round();
-  const auto waiting = rendezvous.waiting_spares();
-  const int64_t promoted = rendezvous.promotions();
+  refresh(processes, std::move(blacklisted),
+          Rounds{rendezvous.round(), rendezvous.waiting_spares(), rendezvous.promotions()},
+          rendezvous.liveness(), now);
+}
+
+void JobMonitor::refresh(const std::vector<Placed>& processes, std::vector<Blacklisted> blacklisted,
+                         const Rounds& rounds, const daemon::Liveness& liveness,
+                         Clock::time_point now) {
+  const int64_t round = rounds.round;
+  const auto& waiting = rounds.spares_waiting;
+  const int64_t promoted = rounds.promotions;
   std::vector<Process> rows;
   int running = 0;
   std::lock_guard lock(mu_);
@@ -83,10 +94,11 @@ void JobMonitor::refresh(const std::vector<Placed>& processes, std::vector<Black
     t.host = p.host;
     t.spare = p.spare;
     Process row{p.id, p.host, ProcessState::kStarting, std::nullopt};
-    const auto quiet = rendezvous.liveness().quiet_for(p.id, now);
+    const auto quiet = liveness.quiet_for(p.id, now);
     if (quiet) row.heartbeat_age_seconds = std::chrono::duration<double>(*quiet).count();
-    // A beat newer than the last exit comes from a new worker in the slot.
-    const bool beats = quiet && (!t.exited || now - *quiet > *t.exited);
+    // After an exit, only a worker that joined the slot since is a new one.
+    const auto since = liveness.watched_since(p.id);
+    const bool beats = quiet && since && (!t.exited || *since > *t.exited);
     if (beats) t.exited.reset();
     if (t.stopped) {
       row.state = ProcessState::kStopped;

@@ -17,6 +17,7 @@
 #include <vector>
 
 namespace hvd::daemon {
+class Liveness;
 class RendezvousService;
 }  // namespace hvd::daemon
 
@@ -64,7 +65,13 @@ class JobMonitor {
   JobMonitor(bool elastic, int min_size, int max_size);
 
   // Session thread. A process exited (`expected`: hvdrun was ending the job).
-  void exited(int process, const std::string& host, int exit_code, int signal, bool expected);
+  // `current`: it was its slot's worker still; false for one that a promoted
+  // spare already replaced, whose exit is an event but leaves the slot's
+  // state to its new worker. The slot shows gone until a worker joins it
+  // after the exit: a heartbeat of the dead one that the rendezvous handles
+  // after its exit (a busy machine) does not bring it back.
+  void exited(int process, const std::string& host, int exit_code, int signal, bool expected,
+              bool current = true);
   void state_changed(int process, bool stopped);
   void agent_lost(const std::string& host, const std::string& why);
   // Each tick: the job's slots and where they run (spares included, with
@@ -76,6 +83,14 @@ class JobMonitor {
   };
   void refresh(const std::vector<Placed>& processes, std::vector<Blacklisted> blacklisted,
                const daemon::RendezvousService& rendezvous, Clock::time_point now);
+  // The same with the rendezvous's facts given one by one.
+  struct Rounds {
+    int64_t round = -1;  // -1: no round formed yet
+    std::vector<int> spares_waiting;
+    int64_t promotions = 0;
+  };
+  void refresh(const std::vector<Placed>& processes, std::vector<Blacklisted> blacklisted,
+               const Rounds& rounds, const daemon::Liveness& liveness, Clock::time_point now);
 
   // Any thread.
   Snapshot snapshot() const;

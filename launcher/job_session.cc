@@ -312,10 +312,11 @@ void JobSession::handle(const WorkerOutput& out) {
 }
 
 void JobSession::handle(WorkerExited exit) {
+  const bool current = extension_->holds_slot(exit.rank);  // asked before a spare's is renamed
   if (extension_->take_spare_exit(exit)) return;
   if (monitor_) {
     monitor_->exited(exit.rank, host_of(exit.rank), exit.exit_code, exit.signal,
-                     stop_.terminating());
+                     stop_.terminating(), current);
   }
   if (!exits_.exited(exit.rank)) {
     spdlog::warn("exit event for unknown rank {} (pid {})", exit.rank, exit.pid);

@@ -3,12 +3,15 @@
 namespace hvd::daemon {
 
 Liveness::Liveness(int size)
-    : last_(size > 0 ? static_cast<size_t>(size) : 0), arrived_(last_.size(), false) {}
+    : last_(size > 0 ? static_cast<size_t>(size) : 0),
+      since_(last_.size()),
+      arrived_(last_.size(), false) {}
 
 void Liveness::grow(int rank) {
   // Elastic jobs have slots beyond the first world's size.
   if (rank >= 0 && rank < kMaxRanks && !valid(rank)) {
     last_.resize(static_cast<size_t>(rank) + 1);
+    since_.resize(last_.size());
     arrived_.resize(last_.size(), false);
   }
 }
@@ -16,7 +19,9 @@ void Liveness::grow(int rank) {
 void Liveness::joined(int rank, Clock::time_point now) {
   std::lock_guard lock(mu_);
   grow(rank);
-  if (valid(rank)) last_[static_cast<size_t>(rank)] = now;
+  if (!valid(rank)) return;
+  last_[static_cast<size_t>(rank)] = now;
+  since_[static_cast<size_t>(rank)] = now;
 }
 
 void Liveness::arrived(int rank) {
@@ -58,6 +63,12 @@ std::optional<Liveness::Clock::duration> Liveness::quiet_for(int rank,
   std::lock_guard lock(mu_);
   if (!valid(rank) || !last_[static_cast<size_t>(rank)]) return std::nullopt;
   return now - *last_[static_cast<size_t>(rank)];
+}
+
+std::optional<Liveness::Clock::time_point> Liveness::watched_since(int rank) const {
+  std::lock_guard lock(mu_);
+  if (!valid(rank) || !last_[static_cast<size_t>(rank)]) return std::nullopt;
+  return since_[static_cast<size_t>(rank)];
 }
 
 }  // namespace hvd::daemon

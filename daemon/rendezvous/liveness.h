@@ -47,6 +47,10 @@ class Liveness {
   std::vector<int> silent(std::chrono::milliseconds timeout, Clock::time_point now) const;
   // How long ago the rank was last heard of; none when it is not watched.
   std::optional<Clock::duration> quiet_for(int rank, Clock::time_point now) const;
+  // When the rank's current watch began (its last Join returned); none when
+  // it is not watched. A worker that replaced a dead one in its slot joined
+  // after the death; a late heartbeat of the dead one does not move this.
+  std::optional<Clock::time_point> watched_since(int rank) const;
 
  private:
   bool valid(int rank) const { return rank >= 0 && static_cast<size_t>(rank) < last_.size(); }
@@ -54,6 +58,7 @@ class Liveness {
 
   mutable std::mutex mu_;
   std::vector<std::optional<Clock::time_point>> last_;  // empty: not watched
+  std::vector<Clock::time_point> since_;                // same size; valid while watched
   std::vector<bool> arrived_;                           // same size as last_
 };
 

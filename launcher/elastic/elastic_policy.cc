@@ -125,6 +125,10 @@ bool ElasticPolicy::take_spare_exit(WorkerExited& exit) {
   return true;
 }
 
+bool ElasticPolicy::holds_slot(int process) const {
+  return machine_->slot_of_process(process) >= 0;
+}
+
 std::vector<int> ElasticPolicy::running_on(size_t agent) const {
   std::vector<int> running;
   for (int slot : machine_->live_slots()) {

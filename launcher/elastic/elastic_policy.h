@@ -50,6 +50,7 @@ class ElasticPolicy final : public JobPolicy, public JobExtension {
   void tick(Clock::time_point now) override;
   bool succeeded() const override { return false; }  // the machine ends the job
   bool take_spare_exit(WorkerExited& exit) override;
+  bool holds_slot(int process) const override;
   void worker_exited(const WorkerExited& exit) override;
   // A worker or spare stopped or runs again: the machine gives up one that
   // stays stopped before it joins a round.

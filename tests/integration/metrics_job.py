@@ -53,9 +53,10 @@ def get(port, path, timeout=5):
         return e.code, e.read().decode()
 
 
-def wait_until(check, timeout, what, job=None):
+def wait_until(check, timeout, what, job=None, seen=None):
     """Calls check() until it returns something true; fails naming `what` after `timeout` s,
-    or at once with hvdrun's output when `job` (a conftest.Background) ended."""
+    or at once with hvdrun's output when `job` (a conftest.Background) ended; `seen`, a list
+    the check fills, is shown in the failure."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
@@ -69,7 +70,8 @@ def wait_until(check, timeout, what, job=None):
         except (OSError, ValueError) as e:  # not up yet
             last = e
         time.sleep(0.1)
-    raise AssertionError(f"{what} within {timeout} s; last: {last!r}")
+    raise AssertionError(f"{what} within {timeout} s; last: {last!r}" +
+                         (f"; seen: {seen}" if seen else ""))
 
 
 def state(port):

@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "daemon/rendezvous/liveness.h"
 #include "daemon/rendezvous/rendezvous_service.h"
 #include "launcher/job_metrics_text.h"
 #include "launcher/job_monitor.h"
@@ -54,6 +55,45 @@ TEST_CASE("JobMonitor: exits are gone and counted by cause, stops are stopped") 
   CHECK(json.find("{\"rank\":2,\"host\":\"h\\\"2\",\"state\":\"gone\"}") != std::string::npos);
   CHECK(json.find("\"failures\":{\"agent_lost\":1,\"exit_code\":1,\"signal\":1}") !=
         std::string::npos);
+}
+
+TEST_CASE("JobMonitor: a killed worker is gone until a worker joins its slot again") {
+  using Clock = JobMonitor::Clock;
+  hvd::daemon::Liveness liveness(2);
+  JobMonitor monitor(/*elastic=*/true, 1, 2);
+  const std::vector<JobMonitor::Placed> placed = {{0, "h1", false}, {1, "h1", false}};
+  const JobMonitor::Rounds rounds{0, {}, 0};
+  auto state_of_1 = [&] {
+    monitor.refresh(placed, {}, rounds, liveness, Clock::now());
+    return monitor.snapshot().processes.at(1).state;
+  };
+  liveness.joined(0, Clock::now());
+  liveness.joined(1, Clock::now());
+  CHECK(state_of_1() == ProcessState::kRunning);
+  monitor.exited(1, "h1", 0, 9, /*expected=*/false);
+  CHECK(state_of_1() == ProcessState::kGone);
+  // A heartbeat the dead worker sent before it died, handled after its exit
+  // was seen (a busy machine): still gone.
+  liveness.beat(1, Clock::now() + std::chrono::milliseconds(5));
+  CHECK(state_of_1() == ProcessState::kGone);
+  liveness.left(1);  // the round forms without it
+  CHECK(state_of_1() == ProcessState::kGone);
+  liveness.joined(1, Clock::now() + std::chrono::milliseconds(10));  // its replacement
+  CHECK(state_of_1() == ProcessState::kRunning);
+}
+
+TEST_CASE("JobMonitor: the exit of a worker a promoted spare replaced leaves its slot running") {
+  using Clock = JobMonitor::Clock;
+  hvd::daemon::Liveness liveness(2);
+  JobMonitor monitor(/*elastic=*/true, 1, 2);
+  const std::vector<JobMonitor::Placed> placed = {{0, "h1", false}, {1, "h1", false}};
+  liveness.joined(0, Clock::now());
+  liveness.joined(1, Clock::now());  // the spare, promoted into slot 1
+  monitor.exited(1, "h1", 0, 9, /*expected=*/true, /*current=*/false);
+  monitor.refresh(placed, {}, JobMonitor::Rounds{1, {}, 1}, liveness, Clock::now());
+  const auto s = monitor.snapshot();
+  CHECK(s.processes.at(1).state == ProcessState::kRunning);
+  CHECK(s.events.at(0).text == "rank 1 on h1 killed by signal 9");
 }
 
 TEST_CASE("An expected exit (hvdrun ending the job) is no failure") {

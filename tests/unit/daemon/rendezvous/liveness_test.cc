@@ -42,6 +42,21 @@ TEST_CASE("liveness: out-of-range ranks and old beats are ignored", "[liveness]"
   CHECK(l.quiet_for(0, t0 + 12s) == std::optional<Clock::duration>(2s));
 }
 
+TEST_CASE("liveness: a watch begins at the join; beats do not move it", "[liveness]") {
+  Liveness l(2);
+  const Clock::time_point t0{};
+  CHECK_FALSE(l.watched_since(0).has_value());
+  l.joined(0, t0 + 1s);
+  l.beat(0, t0 + 5s);
+  CHECK(l.watched_since(0) == std::optional<Clock::time_point>(t0 + 1s));
+  l.left(0);
+  CHECK_FALSE(l.watched_since(0).has_value());
+  l.joined(0, t0 + 9s);  // the slot's next worker
+  CHECK(l.watched_since(0) == std::optional<Clock::time_point>(t0 + 9s));
+  l.joined(5, t0 + 2s);  // an elastic slot past the first size
+  CHECK(l.watched_since(5) == std::optional<Clock::time_point>(t0 + 2s));
+}
+
 TEST_CASE("liveness: a rank has arrived from its Join until it leaves", "[liveness]") {
   Liveness l(2);
   const Clock::time_point t0{};
