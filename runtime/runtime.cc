@@ -30,6 +30,8 @@ namespace {
 // A hot spare asks for its promotion in calls this long (the job may run
 // for days; each call has a deadline, and a closed rendezvous ends it).
 constexpr std::chrono::milliseconds kPromotionPoll{30'000};
+// The longest wait between two attempts to reach the rendezvous service.
+constexpr std::chrono::milliseconds kRendezvousReconnectBackoff{1'000};
 // An elastic worker waits for its round this much longer than
 // --elastic-timeout: hvdrun's verdict on a round that does not form (naming
 // who is missing) comes first.
@@ -224,8 +226,12 @@ Status Runtime::join() {
     if (!left.is_ok()) return left.status();
     join_timeout = left.value();
   } else {
+    // A connection the service closed (overloaded, a keepalive unanswered
+    // by a starved worker) is tried again within a second, not after gRPC's
+    // backoff of up to 2 minutes, in which no heartbeat could go.
     rendezvous_ = std::make_unique<RendezvousClient>(
-        world_.rendezvous_addr, world_.job_token, seconds_setting(settings_, "transport_timeout"));
+        world_.rendezvous_addr, world_.job_token, seconds_setting(settings_, "transport_timeout"),
+        kRendezvousReconnectBackoff);
   }
   if (world_.elastic) {
     // A round may wait for workers that are still to come (below --min-np)
@@ -275,7 +281,7 @@ Status Runtime::join_round(std::chrono::milliseconds timeout) {
     if (settings_.get_int("metrics_port") > 0) stats = [this] { return rank_stats(sets_.all()); };
     heartbeat_ = std::make_unique<Heartbeat>(*rendezvous_, slot_, round_,
                                              Heartbeat::interval_for(liveness, world_.size),
-                                             std::move(stats));
+                                             std::move(stats), Heartbeat::patience_for(liveness));
     if (int pause = faults_.heartbeat_pause(round_, slot_); pause > 0) {
       heartbeat_->pause_once(std::chrono::seconds(pause));
     }

@@ -18,8 +18,14 @@ constexpr std::chrono::milliseconds kCommitSpacing{20};
 }  // namespace
 
 Heartbeat::Heartbeat(RendezvousClient& client, int rank, int64_t round,
-                     std::chrono::milliseconds interval, StatsSource stats)
-    : client_(client), rank_(rank), round_(round), interval_(interval), stats_(std::move(stats)) {
+                     std::chrono::milliseconds interval, StatsSource stats,
+                     std::chrono::milliseconds patience)
+    : client_(client),
+      rank_(rank),
+      round_(round),
+      interval_(interval),
+      patience_(std::max(patience, interval)),
+      stats_(std::move(stats)) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -37,6 +43,10 @@ std::chrono::milliseconds Heartbeat::interval_for(std::chrono::milliseconds time
   return std::max(base, std::min(budget, timeout / 3));
 }
 
+std::chrono::milliseconds Heartbeat::patience_for(std::chrono::milliseconds timeout) {
+  return timeout;
+}
+
 void Heartbeat::run() {
   pthread_setname_np(pthread_self(), "hvd-heartbeat");
   std::unique_lock lock(mu_);
@@ -50,7 +60,7 @@ void Heartbeat::run() {
       stats = stats_();
       stats_sent_ = sent;
     }
-    auto s = client_.heartbeat(rank_, round_, false, interval_, commits,
+    auto s = client_.heartbeat(rank_, round_, false, patience_, commits,
                                stats ? &*stats : nullptr);
     if (!s.is_ok()) spdlog::debug("heartbeat of rank {}: {}", rank_, s.message());
     lock.lock();

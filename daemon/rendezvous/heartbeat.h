@@ -28,10 +28,16 @@ class Heartbeat {
   using StatsSource = std::function<hvd::v1::RankStats()>;
   static constexpr std::chrono::seconds kStatsInterval{1};
 
-  // Starts beating for `rank` of `round` at once, then every `interval`;
-  // with `stats`, beats carry its counters at most every kStatsInterval.
+  // Starts beating for `rank` of `round` at once, then `interval` after
+  // each beat's answer; with `stats`, beats carry its counters at most every
+  // kStatsInterval. A beat may take `patience` (at least `interval`) to be
+  // answered, riding out a reconnect: the service counts it when it handles
+  // it, and one beat in flight a rank keeps a swamped service's queue at
+  // one beat per rank. (Deadlines of one interval expired half of a
+  // 1024-rank job's beats on 2 cores, the service handling calls already
+  // given up, and starved ranks of every answer for 50 s: issue 31.)
   Heartbeat(RendezvousClient& client, int rank, int64_t round, std::chrono::milliseconds interval,
-            StatsSource stats = {});
+            StatsSource stats = {}, std::chrono::milliseconds patience = {});
   // stop()s.
   ~Heartbeat();
   Heartbeat(const Heartbeat&) = delete;
@@ -66,6 +72,10 @@ class Heartbeat {
   // job's beats within the budget, its timeout must be at least 48 s
   // (HVD_HEARTBEAT_TIMEOUT_SECONDS; docs/scale.md).
   static std::chrono::milliseconds interval_for(std::chrono::milliseconds timeout, int world_size);
+  // A beat's patience for a liveness timeout: all of it. A beat answered
+  // that late still counts when the service handles it; one given up
+  // sooner puts the rank at the back of a swamped service's queue again.
+  static std::chrono::milliseconds patience_for(std::chrono::milliseconds timeout);
 
  private:
   void run();
@@ -74,6 +84,7 @@ class Heartbeat {
   const int rank_;
   const int64_t round_;
   const std::chrono::milliseconds interval_;
+  const std::chrono::milliseconds patience_;
   const StatsSource stats_;
   std::chrono::steady_clock::time_point stats_sent_{};  // heartbeat thread only
   std::mutex mu_;

@@ -179,8 +179,8 @@ Status RendezvousClient::heartbeat(int rank, int64_t round, bool leaving,
   if (commits.round_start) request.set_round_start(*commits.round_start);
   if (stats != nullptr) *request.mutable_stats() = *stats;
   hvd::v1::HeartbeatReply reply;
-  return call(&Stub::Heartbeat, "Heartbeat", request, &reply, timeout,
-              /*wait_for_ready=*/false);
+  // Waits for a reconnect within `timeout` rather than failing at once.
+  return call(&Stub::Heartbeat, "Heartbeat", request, &reply, timeout);
 }
 
 std::unique_ptr<grpc::ClientReader<hvd::v1::MembershipEvent>> RendezvousClient::watch(

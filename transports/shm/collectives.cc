@@ -156,6 +156,9 @@ common::Status Collectives::allreduce(std::byte* data, size_t bytes, size_t elem
     reduce_sources(fn, sources_, segment_.result(rank_, round.half), mine.count * element, element,
                    logical);
     waiter_.publish(Counter::kReduced, round.done());
+    if (waiter_.crowded()) {  // one wake-up for the round, not one per late owner
+      HVD_RETURN_IF_ERROR(waiter_.await_all(Counter::kReduced, round.done()));
+    }
 
     for (int k = 0; k < size_; ++k) {  // starting with our own, the others in turn
       int owner = (rank_ + k) % size_;
@@ -236,6 +239,9 @@ common::Status Collectives::allgatherv(const std::byte* in, std::byte* out,
     }
     waiter_.publish(Counter::kPosted, round.done());
     copy_bytes(out + offsets[me] + start, in + start, mine);
+    if (waiter_.crowded()) {  // one wake-up for the round, not one per late peer
+      HVD_RETURN_IF_ERROR(waiter_.await_all(Counter::kPosted, round.done()));
+    }
     for (int k = 1; k < size_; ++k) {
       int peer = (rank_ + k) % size_;
       size_t theirs = piece(counts[static_cast<size_t>(peer)], start, chunk);
@@ -313,6 +319,9 @@ common::Status Collectives::alltoallv(const std::byte* in, std::span<const int64
     }
     waiter_.publish(Counter::kPosted, round.done());
     if (r == 0) copy_bytes(out + recv_offsets[me], in + send_offsets[me], static_cast<size_t>(send_counts[me]));
+    if (waiter_.crowded()) {  // one wake-up for the round, not one per late peer
+      HVD_RETURN_IF_ERROR(waiter_.await_all(Counter::kPosted, round.done()));
+    }
     for (int k = 1; k < size_; ++k) {
       int peer = (rank_ + k) % size_;
       auto p = static_cast<size_t>(peer);

@@ -11,6 +11,8 @@
 #include <random>
 #include <utility>
 
+#include "transports/shm/usable_cpus.h"
+
 namespace hvd::transports::shm {
 
 namespace {
@@ -104,6 +106,7 @@ common::Result<void*> initialise(int fd, const std::string& what, int size, cons
   h->staging_bytes = l.staging_bytes;
   h->result_bytes = l.result_bytes;
   h->total_bytes = l.total_bytes;
+  h->crowded = size > usable_cpus() ? 1 : 0;
   std::random_device random;
   h->nonce = (uint64_t{random()} << 32) | random();
   std::atomic_ref<uint64_t>(h->magic).store(kSegmentMagic, std::memory_order_release);

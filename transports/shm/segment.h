@@ -2,7 +2,8 @@
 // process set and host): its layout and its mapping.
 //
 // Layout (every part aligned to a page):
-//   SegmentHeader                 sizes, the attach count, the wake-up bell
+//   SegmentHeader                 sizes, the attach count, the wake-up bell,
+//                                 whether ranks outnumber cores, the tallies
 //   RankSlot[size]                per rank: pid, state, progress counters
 //   data[size][2]                 per rank, two halves (rounds alternate
 //                                 between them): staging (what this rank
@@ -23,7 +24,19 @@
 namespace hvd::transports::shm {
 
 inline constexpr uint64_t kSegmentMagic = 0x316d68732d647668;  // "hvd-shm1", little-endian
-inline constexpr uint32_t kSegmentVersion = 4;
+inline constexpr uint32_t kSegmentVersion = 5;
+
+// How many ranks have published a progress counter at its latest value
+// (waiter.h): `word` holds the value (high 40 bits) and the count (low 24);
+// the waiters of a whole round sleep on `bell`, which the rank that
+// completes the count rings once. Used only in crowded segments.
+struct alignas(64) Tally {
+  uint64_t word;
+  uint32_t bell;
+  uint32_t sleepers;
+};
+inline constexpr int kTallyCountBits = 24;
+inline constexpr int kTallies = 3;  // one per waiter.h Counter
 
 struct alignas(64) SegmentHeader {
   uint64_t magic;
@@ -36,6 +49,11 @@ struct alignas(64) SegmentHeader {
   alignas(64) uint32_t attached;  // ranks attached so far; size + 1 once the name is removed
   alignas(64) uint32_t bell;      // the attach's: bumped and futex-woken as ranks attach
   uint32_t sleepers;              // waiters asleep (or about to be) on `bell`
+  // Ranks outnumber the creator's usable cores: a rank waits for a whole
+  // round at a tally, not for each peer in turn (waiter.h). The creator's
+  // verdict, so that every rank of the segment waits the same way.
+  uint32_t crowded;
+  Tally tallies[kTallies];
 };
 
 enum SlotState : uint32_t { kSlotEmpty = 0, kSlotAttached = 1, kSlotLeft = 2 };

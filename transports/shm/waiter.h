@@ -19,6 +19,16 @@
 // the awaited peer and its process state once the transport timeout passed.
 // When ranks outnumber cores, waiters skip the busy spin (they would only
 // take the time the awaited rank needs), yield twice and sleep.
+//
+// Crowded segments (the creator's verdict in the header) also count each
+// counter's publications at a tally (segment.h Tally): await_all() sleeps
+// once on the tally's bell, which the last rank to publish the round's
+// value rings, instead of on each late peer in turn. Waiting for each peer
+// in turn woke every waiter once per peer: N^2 wake-ups per round (1024
+// ranks on 2 cores: ~1M per allgather round, the job starved its own
+// heartbeats). The per-rank counters stay the truth: the tally only says
+// when to look at them again, and a tally that a later round took over
+// (broadcast rounds post on the root only) falls back to the per-peer wait.
 #pragma once
 
 #include <atomic>
@@ -44,6 +54,10 @@ class Waiter {
   common::Status await(Counter counter, int peer, uint64_t target);
   // Waits until every rank's `counter` is at least `target`.
   common::Status await_all(Counter counter, uint64_t target);
+  // Whether ranks of this segment outnumber the cores (its creator's
+  // verdict): then waiting for a whole round with await_all() before reading
+  // every peer costs one wake-up, waiting for each peer in turn up to N.
+  bool crowded() const { return tallied_; }
 
   // The failure to report when talking to `peer` failed outside a wait
   // (`what`, say a cross-memory read, with the errno text): what the peer
@@ -64,6 +78,11 @@ class Waiter {
  private:
   uint64_t load(Counter counter, int peer) const;
   common::Status sleep_until(Counter counter, int peer, uint64_t target);
+  // Counts this rank's publication of `value` at the counter's tally; rings
+  // it when the count is complete or a newer value replaced an incomplete one.
+  void tally(Counter counter, uint64_t value);
+  // await_all() of a crowded segment.
+  common::Status await_tally(Counter counter, uint64_t target);
 
   Segment& segment_;
   int rank_;
@@ -73,6 +92,7 @@ class Waiter {
   int spins_;   // busy polls before yielding
   int yields_;  // sched_yield polls before sleeping
   std::chrono::milliseconds slice_;  // a sleep between looks at the awaited peer
+  bool tallied_;                     // the header says crowded: publications are tallied
   std::atomic<bool> interrupted_{false};
 };
 

@@ -2,6 +2,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <functional>
 #include <thread>
 
@@ -23,6 +28,20 @@ bool soon(const std::function<bool()>& done) {
     std::this_thread::sleep_for(5ms);
   }
   return done();
+}
+
+// A loopback port nobody listens on (bound, then let go).
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0);
+  socklen_t length = sizeof address;
+  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) == 0);
+  ::close(fd);
+  return ntohs(address.sin_port);
 }
 
 }  // namespace
@@ -63,6 +82,30 @@ TEST_CASE("heartbeat: the commit a worker holds reaches the rendezvous's ledger 
 }  // namespace hvd::runtime
 
 namespace hvd::runtime {
+
+TEST_CASE("heartbeat: a beat waits out a service that is not reachable yet, within its patience",
+          "[heartbeat]") {
+  const int port = free_port();  // nobody on it, for now
+  RendezvousClient client("127.0.0.1:" + std::to_string(port), kToken, 5s,
+                          /*max_reconnect_backoff=*/200ms);
+  daemon::RendezvousService service(kToken, 1);
+  // An hour between beats: the one beat held() sends must arrive, although
+  // the service comes up only after it went out (a reconnect; a swamped
+  // service answers as late).
+  Heartbeat beat(client, 0, 0, 1h, {}, 1h);
+  beat.held({3, false});
+  std::this_thread::sleep_for(700ms);
+  auto server = daemon::GrpcServer::start("127.0.0.1", port, {&service});
+  REQUIRE(server.is_ok());
+  CHECK(soon([&] { return service.commits().highest() == 3; }));
+  beat.stop();
+  service.close();
+  server.value()->shutdown(1000ms);
+}
+
+TEST_CASE("heartbeat: a beat may take the whole liveness timeout") {
+  CHECK(Heartbeat::patience_for(5000ms) == 5000ms);
+}
 
 TEST_CASE("heartbeat: a large job beats less often, within a third of its timeout") {
   // Small jobs: ten beats per timeout, at least every half second.
