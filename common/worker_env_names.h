@@ -23,7 +23,7 @@ inline constexpr char kHostname[] = "HVD_HOSTNAME";
 // Local address the worker's transports listen on.
 inline constexpr char kBindAddress[] = "HVD_BIND_ADDRESS";
 // "1": the worker is in an elastic job: HVD_RANK is its slot, and its rank,
-// size and layout come from each rendezvous round (daemon/rendezvous/elastic_rounds.h).
+// size and layout come from each rendezvous round (daemon/rendezvous/rounds.h).
 inline constexpr char kElastic[] = "HVD_ELASTIC";
 // "1": the worker replaces one that failed: it is new to the job's rounds.
 inline constexpr char kReplacement[] = "HVD_REPLACEMENT";

@@ -4,14 +4,17 @@
 #include <map>
 
 #include "common/scaled_timeout.h"
-#include "daemon/rendezvous/membership.h"
+#include "daemon/rendezvous/rendezvous_service.h"
 #include "launcher/agent_targets.h"
 
 namespace hvd::launcher {
 
-RoundView view_of(const daemon::Membership& membership) {
-  RoundView view{membership.round(), membership.first_join_time(), membership.complete(), {}};
-  if (view.round == 0 && view.first_join) view.missing = membership.missing_ranks();
+RoundView view_of(const daemon::RendezvousService& rendezvous) {
+  if (rendezvous.elastic()) return {};
+  const daemon::Rounds& rounds = rendezvous.rounds();
+  const int64_t formed = rounds.round();  // -1 before the first
+  RoundView view{std::max<int64_t>(formed, 0), rounds.first_join_time(), formed >= 0, {}};
+  if (formed < 0 && view.first_join) view.missing = rounds.missing();
   return view;
 }
 

@@ -14,7 +14,7 @@
 #include "launcher/slot_plan.h"
 
 namespace hvd::daemon {
-class Membership;
+class RendezvousService;
 }  // namespace hvd::daemon
 
 namespace hvd::launcher {
@@ -22,15 +22,18 @@ namespace hvd::launcher {
 // While the first rendezvous waits for ranks, a progress line this often.
 inline constexpr std::chrono::seconds kJoinProgressEvery{10};
 
-// What FirstRound reads of the rendezvous membership, at one moment.
+// What FirstRound reads of the rendezvous rounds, at one moment.
 struct RoundView {
   int64_t round = 0;  // 0: the first
   // When the first rank joined the first round; empty until then.
   std::optional<std::chrono::steady_clock::time_point> first_join;
-  bool complete = false;     // every rank joined the current round
+  bool complete = false;     // the round formed: every rank joined it
   std::vector<int> missing;  // ranks not joined in the first round (once one has)
 };
-RoundView view_of(const daemon::Membership& membership);
+// The view of a static job's rounds; an empty one (nobody joined) for an
+// elastic job, whose rounds its policy times (--elastic-timeout,
+// docs/elastic.md).
+RoundView view_of(const daemon::RendezvousService& rendezvous);
 
 class FirstRound {
  public:

@@ -120,7 +120,7 @@ void JobMonitor::refresh(const std::vector<Placed>& processes, std::vector<Black
                                  std::to_string(static_cast<int64_t>(b.seconds_left)) + " s");
     }
   }
-  // (Elastic jobs: -1 until the first round formed.)
+  // (-1 until the first round formed.)
   if (round >= 0 && (!first_round_ || round != state_.round)) {
     if (first_round_) ++state_.resets;
     first_round_ = round;

@@ -250,7 +250,7 @@ int JobSession::supervise() {
                               exits_.exited_count() == static_cast<int>(plan_.size()))) {
       report_failure();
     }
-    if (!stop_.terminating()) first_round_.track(view_of(rendezvous_->membership()));
+    if (!stop_.terminating()) first_round_.track(view_of(*rendezvous_));
     if (!stop_.terminating() && !exits_.settling()) check_start_timeout(now);
     if (!stop_.terminating() && !exits_.settling()) policy_->tick(now);
     if (monitor_) refresh_monitor(now);
@@ -334,7 +334,7 @@ void JobSession::worker_failed(const WorkerExited& exit) {
   // A worker whose own rendezvous Join timed out: report the start timeout.
   if (!exits_.settling()) {
     auto missing =
-        first_round_.overdue(view_of(rendezvous_->membership()), now, kStartTimeoutSlack);
+        first_round_.overdue(view_of(*rendezvous_), now, kStartTimeoutSlack);
     if (!missing.empty()) {
       end_job(exit_code::kRendezvousTimeout, first_round_.timeout_error(missing));
       return;
@@ -416,7 +416,7 @@ void JobSession::handle(const SignalReceived& sig) {
 }
 
 void JobSession::check_start_timeout(Clock::time_point now) {
-  const RoundView view = view_of(rendezvous_->membership());
+  const RoundView view = view_of(*rendezvous_);
   if (auto missing = first_round_.overdue(view, now, milliseconds(0)); !missing.empty()) {
     end_job(exit_code::kRendezvousTimeout, first_round_.timeout_error(missing));
     return;

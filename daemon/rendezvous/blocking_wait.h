@@ -1,12 +1,12 @@
-// The blocking form of a wait the Rendezvous service answers through a
-// callback (Membership::join_async, ElasticRounds::join_async,
-// KvStore::get_async, HotSpares::await_async: what the callback handlers use,
-// holding no thread). In-process callers (tests, the foreign job's server)
-// block on it: start(done) starts the wait and returns its ticket; this
-// returns the answer done() was given. At the deadline, or when cancelled()
-// says the caller went away (looked at every 100 ms), give_up(ticket, why)
-// ends the wait (it answers, unless the wait just ended: the answer is on its
-// way). each_look, when set, runs at every look (without the lock).
+// The blocking form of a wait the Rendezvous service answers through a callback
+// (Rounds::join_async, KvStore::get_async, HotSpares::await_async: what the
+// callback handlers use, holding no thread). In-process callers (tests, the
+// foreign job's server) block on it: start(done) starts the wait and returns
+// its ticket; this returns the answer done() was given. At the deadline, or
+// when cancelled() says the caller went away (looked at every 100 ms),
+// give_up(ticket, why) ends the wait (it answers, unless the wait just ended:
+// the answer is on its way). each_look, when set, runs at every look (without
+// the lock).
 #pragma once
 
 #include <chrono>

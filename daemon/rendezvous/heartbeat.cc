@@ -60,10 +60,16 @@ void Heartbeat::run() {
       stats = stats_();
       stats_sent_ = sent;
     }
+    grpc::ClientContext context;
+    lock.lock();
+    if (stopping_) break;
+    in_flight_ = &context;
+    lock.unlock();
     auto s = client_.heartbeat(rank_, round_, false, patience_, commits,
-                               stats ? &*stats : nullptr);
+                               stats ? &*stats : nullptr, &context);
     if (!s.is_ok()) spdlog::debug("heartbeat of rank {}: {}", rank_, s.message());
     lock.lock();
+    in_flight_ = nullptr;
     wake_.wait_for(lock, interval_, [&] { return stopping_ || beat_now_; });
     wake_.wait_until(lock, sent + kCommitSpacing, [&] { return stopping_; });
     if (pause_.count() > 0) {
@@ -95,6 +101,7 @@ void Heartbeat::stop() {
     std::lock_guard lock(mu_);
     if (stopping_) return;
     stopping_ = true;
+    if (in_flight_ != nullptr) in_flight_->TryCancel();
   }
   wake_.notify_all();
   if (thread_.joinable()) thread_.join();

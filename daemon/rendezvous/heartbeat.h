@@ -43,8 +43,9 @@ class Heartbeat {
   Heartbeat(const Heartbeat&) = delete;
   Heartbeat& operator=(const Heartbeat&) = delete;
 
-  // Ends the thread and sends the leaving heartbeat (bounded by the
-  // interval). Idempotent.
+  // Ends the thread (a beat in flight is cancelled: it may wait up to its
+  // patience) and sends the leaving heartbeat (bounded by the interval).
+  // Idempotent.
   void stop();
 
   // The worker holds `commit` of its elastic state now (hvd_elastic_committed;
@@ -93,6 +94,7 @@ class Heartbeat {
   CommitReport commits_;  // what beats carry
   std::chrono::milliseconds pause_{0};  // pause_once()
   bool beat_now_ = false;             // held() since the last beat
+  grpc::ClientContext* in_flight_ = nullptr;  // the beat being sent; stop() cancels it
   std::thread thread_;  // last: starts after everything above exists
 };
 

@@ -1,6 +1,6 @@
 // The membership changes of one job, published to the workers that watch
 // them (Rendezvous.Watch, proto/hvd/v1/rendezvous.proto; docs/elastic.md).
-// Thread-safe: any thread publishes (ElasticRounds when a newcomer waits to
+// Thread-safe: any thread publishes (Rounds when a newcomer waits to
 // join a running job; RendezvousService::hosts_changed for the launcher);
 // each Watch call holds one Subscription and takes its events in order.
 // publish() never blocks on a subscriber: each has a bounded queue, and one

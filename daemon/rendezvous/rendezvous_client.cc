@@ -170,7 +170,8 @@ Result<std::optional<std::string>> RendezvousClient::get_if_present(
 Status RendezvousClient::heartbeat(int rank, int64_t round, bool leaving,
                                    std::chrono::milliseconds timeout,
                                    const CommitReport& commits,
-                                   const hvd::v1::RankStats* stats) {
+                                   const hvd::v1::RankStats* stats,
+                                   grpc::ClientContext* context) {
   hvd::v1::HeartbeatRequest request;
   request.set_rank(rank);
   request.set_round(round);
@@ -179,8 +180,15 @@ Status RendezvousClient::heartbeat(int rank, int64_t round, bool leaving,
   if (commits.round_start) request.set_round_start(*commits.round_start);
   if (stats != nullptr) *request.mutable_stats() = *stats;
   hvd::v1::HeartbeatReply reply;
-  // Waits for a reconnect within `timeout` rather than failing at once.
-  return call(&Stub::Heartbeat, "Heartbeat", request, &reply, timeout);
+  // A beat waits for a reconnect within `timeout` rather than failing at
+  // once; the leaving one does not (the service may be gone: hvdrun ended).
+  const bool wait_for_ready = !leaving;
+  if (context == nullptr) {
+    return call(&Stub::Heartbeat, "Heartbeat", request, &reply, timeout, wait_for_ready);
+  }
+  prepare(*context, timeout, wait_for_ready);
+  grpc::Status status = stub_->Heartbeat(context, request, &reply);
+  return status.ok() ? Status::ok() : failed(status, "Heartbeat");
 }
 
 std::unique_ptr<grpc::ClientReader<hvd::v1::MembershipEvent>> RendezvousClient::watch(

@@ -83,9 +83,14 @@ class RendezvousClient final : public common::Store {
   // not wait for an unreachable service beyond `timeout`. `commits`: what
   // the worker holds of the elastic state (daemon/rendezvous/commit_ledger.h);
   // `stats` (when not null): its op counters, for hvdrun's /metrics.
+  // A beat waits for the connection up to `timeout`; a leaving one fails at
+  // once when there is none.
+  // With `context` (fresh, not used before), the call runs on it: another
+  // thread may end it early with context->TryCancel().
   Status heartbeat(int rank, int64_t round, bool leaving, std::chrono::milliseconds timeout,
                    const CommitReport& commits = {},
-                   const hvd::v1::RankStats* stats = nullptr);
+                   const hvd::v1::RankStats* stats = nullptr,
+                   grpc::ClientContext* context = nullptr);
 
   // Opens the membership stream (Rendezvous.Watch) of `slot`, a member of
   // `round`, on `context` (daemon/rendezvous/membership_watch.h): no deadline; the

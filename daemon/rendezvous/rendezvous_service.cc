@@ -139,6 +139,7 @@ ServerOptions rendezvous_server_options() {
   // A ping unanswered for 5 s closed the connections of a 64k-rank job's
   // busy clients in the middle of its key exchange (issue 31); a vanished
   // worker is found by its agent and its heartbeats anyway.
+  options.keepalive_ms = kRendezvousKeepaliveMs;
   options.keepalive_timeout_ms = kRendezvousKeepaliveTimeoutMs;
   return options;
 }
@@ -159,7 +160,7 @@ RendezvousService::RendezvousService(std::string job_token, int world_size)
             [this](const std::string& method, std::optional<std::string_view> authorization,
                    std::string_view peer) { return admit(method, authorization, peer); },
             {"Set"}),
-      membership_(world_size),
+      rounds_(std::make_unique<Rounds>(Rounds::Rules::fixed_size(world_size), &events_)),
       liveness_(world_size),
       rights_(world_size, spares_) {
   use_quotas(world_size);
@@ -256,17 +257,16 @@ RendezvousService::Cancel RendezvousService::arm(const std::shared_ptr<Wait>& wa
 }
 
 void RendezvousService::enable_elastic(int min_size, int slots) {
-  rounds_ = std::make_unique<ElasticRounds>(membership_.size(), min_size, &events_);
-  slots_ = std::max(slots, membership_.size());
-  rights_.set_slots(slots_);
-  use_quotas(slots_);
+  rounds_ = std::make_unique<Rounds>(
+      Rounds::Rules::elastic(rounds_->rules().initial_size, min_size, slots), &events_);
+  rights_.set_slots(rounds_->rules().slots);
+  use_quotas(rounds_->rules().slots);
 }
 
 void RendezvousService::close() {
   set_lanes_.close();
   spares_.close();
-  membership_.close();
-  if (rounds_) rounds_->close();
+  rounds_->close();
   store_.close();
   events_.close();
 }
@@ -276,7 +276,7 @@ void RendezvousService::hosts_changed(std::vector<std::string> added_hosts,
                                       std::vector<int> removed_slots) {
   if (!added_hosts.empty()) {
     MembershipChange added;
-    added.round = rounds_ ? rounds_->round() : membership_.round();
+    added.round = rounds_->round();
     added.hosts = std::move(added_hosts);
     const int64_t seq = events_.publish(added);
     spdlog::info("rendezvous: host(s) added: {} (event {})", fmt::join(added.hosts, ", "), seq);
@@ -284,25 +284,19 @@ void RendezvousService::hosts_changed(std::vector<std::string> added_hosts,
   if (removed_hosts.empty() && removed_slots.empty()) return;
   MembershipChange removed;
   removed.kind = MembershipChange::Kind::kRemoved;
-  if (rounds_) {
-    auto removal = rounds_->lost(removed_slots);
-    removed.round = removal.round;
-    removed.member_slots = std::move(removal.members);
-    removed.member_ranks = std::move(removal.ranks);
-    if (removal.round >= 0 && !removed.member_slots.empty()) {
-      // Keys its lost members did not write will never come: whoever waits
-      // for them (a transport of that round still connecting) stops now and
-      // rejoins (runtime.cc), rather than waiting for its deadline.
-      const std::string prefix = round_key_prefix(removal.round);
-      const std::string reason = "round " + std::to_string(removal.round) + " lost slot(s) " +
-                                 fmt::format("{}", fmt::join(removed.member_slots, ", "));
-      store_.abort_prefix(prefix, reason);
-      (void)store_.set(round_lost_key(removal.round), reason);
-    }
-  } else {
-    removed.round = membership_.round();
-    removed.member_slots = removed_slots;  // every slot is a member of a fixed-size job
-    removed.member_ranks = removed_slots;  // whose ranks are its slots
+  auto removal = rounds_->lost(removed_slots);
+  removed.round = removal.round;
+  removed.member_slots = std::move(removal.members);
+  removed.member_ranks = std::move(removal.ranks);
+  if (removal.round >= 0 && !removed.member_slots.empty()) {
+    // Keys its lost members did not write will never come: whoever waits
+    // for them (a transport of that round still connecting) stops now and
+    // rejoins (runtime.cc), rather than waiting for its deadline.
+    const std::string prefix = round_key_prefix(removal.round);
+    const std::string reason = "round " + std::to_string(removal.round) + " lost slot(s) " +
+                               fmt::format("{}", fmt::join(removed.member_slots, ", "));
+    store_.abort_prefix(prefix, reason);
+    (void)store_.set(round_lost_key(removal.round), reason);
   }
   for (int slot : removed_slots) liveness_.left(slot);
   removed.hosts = std::move(removed_hosts);
@@ -320,7 +314,7 @@ void RendezvousService::hosts_changed(std::vector<std::string> added_hosts,
 bool RendezvousService::promote_spare(int spare, int slot) {
   const bool waits = spares_.promote(spare, slot);
   promotions_.fetch_add(1, std::memory_order_relaxed);
-  if (waits && rounds_) {
+  if (waits) {
     rounds_->expect(slot, kSpareJoinGrace);
     // When its grace ends, the round forms without it (if it waits only
     // for it): no waiting join wakes up to look.
@@ -344,17 +338,13 @@ RendezvousService::Cancel RendezvousService::join(const Call& call,
   const auto caller = caller_of(call);
   if (!caller) return refuse(unknown_caller("Join"));
   if (auto why = rights_.may_join(*caller, req.rank())) return refuse(denied("Join", *why));
-  const common::Placement placement = from_request(req);
-  if (rounds_ && (req.rank() < 0 || req.rank() >= slots_)) {
-    return refuse(invalid("slot " + std::to_string(req.rank()) + " is out of range for " +
-                          std::to_string(slots_) + " slots"));
-  }
+  const Rounds::Request request{from_request(req), req.prev_rank(), req.pid()};
   // hvdrun tells a starting worker that waits for its round from one that
   // has not reached hvd.init() (docs/elastic.md, "Liveness before the round").
-  if (rounds_) liveness_.arrived(req.rank());
+  if (req.rank() >= 0 && req.rank() < rounds_->rules().slots) liveness_.arrived(req.rank());
   const auto budget = wait_budget(call.deadline, req.timeout_ms());
   auto wait = start_wait(done);
-  auto joined = [this, reply, done, elastic = rounds_ != nullptr, requested = req.rank(),
+  auto joined = [this, reply, done, requested = req.rank(),
                  host = req.host()](common::Result<JoinResult> result) {
     if (!result.is_ok()) {
       spdlog::debug("rendezvous: Join of rank {} from {} failed: {}", requested, host,
@@ -363,9 +353,9 @@ RendezvousService::Cancel RendezvousService::join(const Call& call,
       return;
     }
     to_reply(*result, reply);
-    // Liveness by slot: the rank a worker was launched as (the same as its
-    // rank outside elastic jobs).
-    const int slot = elastic ? requested : result->rank;
+    // Liveness by slot: the rank a worker was launched as (its rank in a
+    // fixed-size job, where slot -1 asked for the lowest one free).
+    const int slot = requested >= 0 ? requested : result->rank;
     liveness_.joined(slot, std::chrono::steady_clock::now());
     rights_.joined(slot, result->round);
     if (result->round > 0) {
@@ -377,22 +367,11 @@ RendezvousService::Cancel RendezvousService::join(const Call& call,
     }
     done(grpc::Status::OK);
   };
-  if (rounds_) {
-    const uint64_t ticket =
-        rounds_->join_async(req.rank(), req.prev_rank(), req.host(), std::move(joined));
-    if (ticket == 0) return {};
-    return arm(wait, budget, [this, ticket, budget](bool timed_out) {
-      rounds_->give_up(ticket,
-                       timed_out ? ElasticRounds::GiveUp::kTimeout
-                                 : ElasticRounds::GiveUp::kCancelled,
-                       budget);
-    });
-  }
-  const uint64_t ticket = membership_.join_async(placement, req.pid(), std::move(joined));
+  const uint64_t ticket = rounds_->join_async(request, std::move(joined));
   if (ticket == 0) return {};
   return arm(wait, budget, [this, ticket, budget](bool timed_out) {
-    membership_.give_up(
-        ticket, timed_out ? Membership::GiveUp::kTimeout : Membership::GiveUp::kCancelled, budget);
+    rounds_->give_up(ticket, timed_out ? Rounds::GiveUp::kTimeout : Rounds::GiveUp::kCancelled,
+                     budget);
   });
 }
 
@@ -502,7 +481,7 @@ grpc::Status RendezvousService::heartbeat(const Call& call, const hvd::v1::Heart
                                           hvd::v1::HeartbeatReply* reply) {
   auto auth = gate_.admitted("Heartbeat", req);
   if (!auth.ok()) return auth;
-  const int bound = rounds_ ? slots_ : membership_.size();
+  const int bound = rounds_->rules().slots;
   if (req.rank() < 0 || req.rank() >= bound) {
     return invalid("rank " + std::to_string(req.rank()) + " is out of range for size " +
                    std::to_string(bound));
@@ -528,7 +507,7 @@ grpc::Status RendezvousService::heartbeat(const Call& call, const hvd::v1::Heart
                            std::chrono::steady_clock::now());
     }
   }
-  reply->set_round(rounds_ ? rounds_->round() : membership_.round());
+  reply->set_round(rounds_->round());
   return grpc::Status::OK;
 }
 
@@ -542,10 +521,12 @@ RendezvousService::Cancel RendezvousService::await_promotion(const Call& call,
   };
   auto auth = gate_.admitted("AwaitPromotion", req);
   if (!auth.ok()) return refuse(auth);
-  if (!rounds_ || req.spare() < slots_) {
+  // Spares are an elastic job's (hvdrun --spares), numbered after its slots.
+  const int slots = rounds_->rules().slots;
+  if (!elastic() || req.spare() < slots) {
     return refuse(invalid("spare " + std::to_string(req.spare()) +
-                          (rounds_ ? " is below the job's " + std::to_string(slots_) + " slots"
-                                   : " in a job that is not elastic")));
+                          (elastic() ? " is below the job's " + std::to_string(slots) + " slots"
+                                     : " in a job that is not elastic")));
   }
   const auto caller = caller_of(call);
   if (!caller) return refuse(unknown_caller("AwaitPromotion"));
@@ -623,19 +604,17 @@ grpc::ServerWriteReactor<hvd::v1::MembershipEvent>* RendezvousService::Watch(
   if (!auth.ok()) return new WatchStream(std::move(auth));
   auto subscription = events_.subscribe();
   // What it must know already: a worker that waits to join its round.
-  if (rounds_) {
-    if (auto waiting = rounds_->waiting(req->slot())) subscription->deliver(std::move(*waiting));
-    // And members of its round lost before it watched (between its
-    // transports' connect and this call): its collectives cannot complete.
-    if (auto lost = rounds_->lost_members(req->round()); !lost.empty()) {
-      MembershipChange removed;
-      removed.kind = MembershipChange::Kind::kRemoved;
-      removed.round = req->round();
-      removed.slots = lost;
-      removed.member_ranks = rounds_->ranks_in_round(lost, req->round());
-      removed.member_slots = std::move(lost);
-      subscription->deliver(std::move(removed));
-    }
+  if (auto waiting = rounds_->waiting(req->slot())) subscription->deliver(std::move(*waiting));
+  // And members of its round lost before it watched (between its
+  // transports' connect and this call): its collectives cannot complete.
+  if (auto lost = rounds_->lost_members(req->round()); !lost.empty()) {
+    MembershipChange removed;
+    removed.kind = MembershipChange::Kind::kRemoved;
+    removed.round = req->round();
+    removed.slots = lost;
+    removed.member_ranks = rounds_->ranks_in_round(lost, req->round());
+    removed.member_slots = std::move(lost);
+    subscription->deliver(std::move(removed));
   }
   spdlog::debug("rendezvous: slot {} of round {} watches membership from {}", req->slot(),
                 req->round(), ctx->peer());

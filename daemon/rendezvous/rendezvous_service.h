@@ -1,4 +1,4 @@
-// gRPC Rendezvous service of one job: membership barrier plus key-value
+// gRPC Rendezvous service of one job: its rounds (Join) plus key-value
 // store, heartbeats and the membership watch stream. Every call must carry
 // the job token or a worker credential derived from it
 // (worker_credentials.h; UNAUTHENTICATED otherwise), checked by the
@@ -8,9 +8,9 @@
 // RESOURCE_EXHAUSTED. A worker credential allows what WorkerRights says
 // (PERMISSION_DENIED otherwise) and its slot's keys within the store's
 // quotas (store_quotas(); RESOURCE_EXHAUSTED naming the quota). Handlers
-// only translate; the state lives in Membership (or ElasticRounds),
-// Liveness, KvStore, MembershipEvents, HotSpares, CommitLedger and
-// WorkerRights.
+// only translate; the state lives in Rounds (the one round algorithm: a
+// static job's rounds are of a fixed size), Liveness, KvStore,
+// MembershipEvents, HotSpares, CommitLedger and WorkerRights.
 //
 // Served with gRPC's callback API (issue 31): a call that waits (a Join for
 // its round, a Get for its keys, a spare for its promotion, a Watch stream)
@@ -32,13 +32,12 @@
 #include <vector>
 
 #include "daemon/rendezvous/commit_ledger.h"
-#include "daemon/rendezvous/elastic_rounds.h"
 #include "daemon/rendezvous/hot_spares.h"
 #include "daemon/rendezvous/kv_store.h"
 #include "daemon/rendezvous/liveness.h"
-#include "daemon/rendezvous/membership.h"
 #include "daemon/rendezvous/membership_events.h"
 #include "daemon/rendezvous/rank_stats.h"
+#include "daemon/rendezvous/rounds.h"
 #include "daemon/rendezvous/set_lanes.h"
 #include "daemon/rendezvous/wait_timer.h"
 #include "daemon/rendezvous/worker_credentials.h"
@@ -55,10 +54,14 @@ namespace hvd::daemon {
 // barred: WorkerRights::barred) costs the server at most a window of its
 // body, not megabytes. Values of a few hundred KiB take a few round trips.
 inline constexpr int kRendezvousStreamWindowBytes = 64 * 1024;
-// And keepalive pings answered within 20 s (gRPC's default is 20 s; 5 s
-// for the other services), so that a client busy with thousands of calls
-// keeps its connection.
-inline constexpr int kRendezvousKeepaliveTimeoutMs = 20'000;
+// And keepalive pings every 60 s answered within 60 s (10 s and 5 s for the
+// other services), so that a client busy with thousands of calls, or a
+// worker starved of CPU on a crowded host, keeps its connection (pings
+// unanswered for 20 s closed connections of a 1024-rank job on 2 cores:
+// their heartbeats then failed for 50 s). A vanished worker is found by its
+// agent and its heartbeats, not by pings.
+inline constexpr int kRendezvousKeepaliveMs = 60'000;
+inline constexpr int kRendezvousKeepaliveTimeoutMs = 60'000;
 ServerOptions rendezvous_server_options();
 
 // The store's quotas for a job of `slots` slots (elastic: --max-np): per
@@ -78,19 +81,17 @@ class RendezvousService final : public hvd::v1::Rendezvous::CallbackService,
 
   proto::CallGate& call_gate() override { return gate_; }
 
-  Membership& membership() { return membership_; }
-  // Elastic jobs: joins form ElasticRounds instead of the fixed-size
-  // barrier (call before serving); workers are known by their slot, below
-  // `slots` (--max-np; at least the world size). lost(slot): that worker died.
+  // The job's rounds: of the world size, fixed, unless enable_elastic().
+  const Rounds& rounds() const { return *rounds_; }
+  // Elastic jobs: the rounds' size may change, between `min_size` and
+  // `slots` (--max-np; at least the world size) workers known by their slot
+  // (call before serving). lost(slot): that worker died.
   void enable_elastic(int min_size, int slots = 0);
-  bool elastic() const { return rounds_ != nullptr; }
-  void lost(int slot) {
-    if (rounds_) rounds_->lost(slot);
-  }
-  // Elastic jobs: the round being formed, when workers wait to join one.
-  std::optional<ElasticRounds::Forming> forming() const {
-    return rounds_ ? rounds_->forming() : std::nullopt;
-  }
+  bool elastic() const { return !rounds_->rules().fixed; }
+  void lost(int slot) { rounds_->lost(slot); }
+  // The round being formed, when workers wait to join one that holds the
+  // job up (Rounds::forming).
+  std::optional<Rounds::Forming> forming() const { return rounds_->forming(); }
   const Liveness& liveness() const { return liveness_; }
   // Stops watching `rank` until it joins again (its worker was replaced).
   void forget(int rank) { liveness_.left(rank); }
@@ -100,9 +101,8 @@ class RendezvousService final : public hvd::v1::Rendezvous::CallbackService,
   CommitLedger& commits() { return commits_; }
   // The workers' op counters from their heartbeats (hvdrun --metrics-port).
   const RankStats& rank_stats() const { return rank_stats_; }
-  // The current round: the last completed rendezvous (elastic: the last
-  // round formed), 0 before the first.
-  int64_t round() const { return rounds_ ? rounds_->round() : membership_.round(); }
+  // The current round: the last round formed, -1 before the first.
+  int64_t round() const { return rounds_->round(); }
 
   // For hvdrun's launcher: the job's hosts changed (host discovery found
   // new hosts, or an agent/host was lost). Any thread, any time; returns at
@@ -118,7 +118,7 @@ class RendezvousService final : public hvd::v1::Rendezvous::CallbackService,
   //    current round of which some were members fail their pending
   //    collectives at once and rejoin without them.
   // A worker learns that a replacement waits to join without this call
-  // (ElasticRounds publishes it). hvdrun also calls it with no hosts and
+  // (Rounds publishes it). hvdrun also calls it with no hosts and
   // the slot of a worker that died (a REMOVED event of that slot alone), so
   // that its round's survivors stop waiting for it in any transport.
   void hosts_changed(std::vector<std::string> added_hosts, std::vector<std::string> removed_hosts,
@@ -211,10 +211,8 @@ class RendezvousService final : public hvd::v1::Rendezvous::CallbackService,
 
   const JobCredentials credentials_;
   proto::CallGate gate_;  // checks each call's credential once, on its headers
-  Membership membership_;
-  MembershipEvents events_;                // before rounds_, which publishes to it
-  std::unique_ptr<ElasticRounds> rounds_;  // elastic jobs only
-  int slots_ = 0;                          // elastic jobs: HVD_RANK is below it
+  MembershipEvents events_;         // before rounds_, which publishes to it
+  std::unique_ptr<Rounds> rounds_;  // never null; elastic rules after enable_elastic()
   Liveness liveness_;
   KvStore store_;
   HotSpares spares_;

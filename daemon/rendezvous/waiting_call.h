@@ -1,11 +1,10 @@
-// One unary call of the Rendezvous service that waits (a Join for its
-// round, a Get for its keys, a spare for its promotion) without holding a
-// thread (gRPC's callback API; issue 31): the handler starts the wait in
-// the state that answers it (Membership, ElasticRounds, KvStore,
-// HotSpares), which calls finish() when the wait ends; a client that goes
-// away (OnCancel) runs the cancel function the handler set, which ends the
-// wait. It deletes itself once gRPC is done with it and the handler has let
-// it go (release()).
+// One unary call of the Rendezvous service that waits (a Join for its round, a
+// Get for its keys, a spare for its promotion) without holding a thread (gRPC's
+// callback API; issue 31): the handler starts the wait in the state that
+// answers it (Rounds, KvStore, HotSpares), which calls finish() when the wait
+// ends; a client that goes away (OnCancel) runs the cancel function the handler
+// set, which ends the wait. It deletes itself once gRPC is done with it and the
+// handler has let it go (release()).
 #pragma once
 
 #include <grpcpp/support/server_callback.h>

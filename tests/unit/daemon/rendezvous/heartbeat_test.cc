@@ -103,6 +103,16 @@ TEST_CASE("heartbeat: a beat waits out a service that is not reachable yet, with
   server.value()->shutdown(1000ms);
 }
 
+TEST_CASE("heartbeat: stop() cancels a beat that waits for an unreachable service", "[heartbeat]") {
+  RendezvousClient client("127.0.0.1:" + std::to_string(free_port()), kToken, 5s,
+                          /*max_reconnect_backoff=*/200ms);
+  Heartbeat beat(client, 0, 0, 1h, {}, 1h);  // its first beat would wait an hour
+  std::this_thread::sleep_for(300ms);
+  const auto start = std::chrono::steady_clock::now();
+  beat.stop();  // and the leaving beat fails at once: no connection
+  CHECK(std::chrono::steady_clock::now() - start < 5s);
+}
+
 TEST_CASE("heartbeat: a beat may take the whole liveness timeout") {
   CHECK(Heartbeat::patience_for(5000ms) == 5000ms);
 }

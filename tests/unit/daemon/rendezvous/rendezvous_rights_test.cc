@@ -49,7 +49,7 @@ struct Job {
   grpc::Status join(const std::string& credential, int rank) {
     v1::JoinRequest req;
     req.set_rank(rank);
-    req.set_size(service.membership().size());
+    req.set_size(service.rounds().rules().slots);
     req.set_timeout_ms(10000);
     v1::JoinReply reply;
     return stub->Join(as(credential).get(), req, &reply);

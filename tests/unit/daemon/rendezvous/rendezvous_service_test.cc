@@ -117,7 +117,7 @@ TEST_CASE("Rendezvous refuses every call without the right token") {
   const std::vector<grpc::StatusCode> refused(8, grpc::StatusCode::UNAUTHENTICATED);
   CHECK(call_every_method(*r.stub, "") == refused);
   CHECK(call_every_method(*r.stub, "wrong-token") == refused);
-  CHECK(r.service.membership().missing_ranks() == std::vector<int>{0, 1});
+  CHECK(r.service.rounds().missing() == std::vector<int>{0, 1});
   CHECK_FALSE(value_of(r.service.store().check({"k"})));
 }
 
@@ -224,7 +224,7 @@ TEST_CASE("Rendezvous rejects bad keys with INVALID_ARGUMENT") {
         grpc::StatusCode::INVALID_ARGUMENT);
   beat.set_rank(1);
   REQUIRE(r.stub->Heartbeat(context().get(), beat, &beat_reply).ok());
-  CHECK(beat_reply.round() == 0);
+  CHECK(beat_reply.round() == -1);  // the last round formed: none yet
 
   v1::JoinRequest join;
   join.set_rank(5);
@@ -384,7 +384,7 @@ TEST_CASE("Rendezvous Join times out naming the missing rank") {
   auto status = r.stub->Join(context().get(), req, &reply);
   CHECK(status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
   CHECK(status.error_message() == "timed out after 200 ms: rank 0 of 2 has not joined");
-  CHECK(r.service.membership().missing_ranks() == std::vector<int>{0, 1});
+  CHECK(r.service.rounds().missing() == std::vector<int>{0, 1});
 }
 
 TEST_CASE("Rendezvous close wakes a blocked Get with CANCELLED") {

@@ -156,10 +156,10 @@ TEST_CASE("Rendezvous: a cancelled waiting Get or Join is removed") {
   r.stub->async()->Join(&ctx, &req, &reply,
                         [&](grpc::Status s) { joined.set_value(std::move(s)); });
   REQUIRE(eventually([&] { return r.service.waiting_calls() == 1; }));
-  CHECK(r.service.membership().missing_ranks() == std::vector<int>{1});
+  CHECK(r.service.rounds().missing() == std::vector<int>{1});
   ctx.TryCancel();
   CHECK(joined.get_future().get().error_code() == grpc::StatusCode::CANCELLED);
-  CHECK(eventually([&] { return r.service.membership().missing_ranks().size() == 2; }));
+  CHECK(eventually([&] { return r.service.rounds().missing().size() == 2; }));
   CHECK(eventually([&] { return r.service.waiting_calls() == 0; }));
 }
 
