@@ -93,8 +93,11 @@ void DeviceRoute::settle() {
   std::unique_lock lock(mu_);
   // The thread aborts the transport once the grace passes: a second more
   // bounds this wait however the thread is scheduled.
+  // A shrink asked for but not yet taken by the thread still waits: the
+  // caller (hvd.shutdown()) destroys the route next, and a destruction that
+  // came before the thread woke dropped the shrink (a loaded machine).
   changed_.wait_for(lock, shrink_grace_ + std::chrono::seconds(1), [&] {
-    return !retiring_.joinable() || transport_aborted_ || shrinking_ || shrink_.has_value();
+    return !retiring_.joinable() || transport_aborted_ || shrinking_;
   });
 }
 
@@ -135,10 +138,13 @@ void DeviceRoute::retire_locked() {
 void DeviceRoute::retire() {
   std::unique_lock lock(mu_);
   changed_.wait_for(lock, shrink_grace_, [&] { return shrink_.has_value() || stopping_; });
-  if (shrink_ && !stopping_) {
+  // A shrink asked for is carried out even when the destructor came first
+  // (it joins this thread): the survivors' next round counts on it.
+  if (shrink_) {
     ShrinkRequest request = std::move(*shrink_);
     shrink_.reset();
     shrinking_ = true;
+    changed_.notify_all();  // settle()
     request.context.device = device_;
     auto* shrinkable = dynamic_cast<transports::ShrinkableTransport*>(transport_.get());
     const int device = device_;

@@ -81,8 +81,9 @@ class DeviceRoute {
   // this is abort(reason) and request.keep is never called.
   void shrink(const common::Status& reason, ShrinkRequest request);
 
-  // Any thread: returns once no grace is running: shrink() was asked for,
-  // or the transport was aborted (at most the grace).
+  // Any thread: returns once no grace is running: the shrink that was asked
+  // for has begun (the destructor then waits for its end), or the transport
+  // was aborted (at most the grace and a second).
   void settle();
 
   // The transport's name once created ("" before), for diagnostics.

@@ -228,6 +228,20 @@ TEST_CASE("device route: no word within the grace aborts; no grace aborts at onc
     REQUIRE(eventually([&] { return !r.parent->aborted().is_ok(); }, 2s));
     CHECK_FALSE(kept.has());
   }
+  SECTION("a shrink asked for, then settle() and the route destroyed at once: it still shrinks") {
+    // hvd.shutdown() right after the word came, on a loaded machine: the
+    // destruction must not beat the thread to the request.
+    for (int i = 0; i < 20; ++i) {
+      Kept kept;
+      {
+        Route r(0, 3, 5s);
+        r.route.abort(common::unavailable("nccl asynchronous error"));
+        r.route.shrink(kLost, kept.request(0, 2, {1}));
+        r.route.settle();
+      }
+      REQUIRE(kept.has());
+    }
+  }
   SECTION("destroyed during the grace: aborted, the destructor does not wait it out") {
     ShrinkingTransport* parent = nullptr;
     const auto start = Clock::now();
