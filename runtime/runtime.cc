@@ -584,10 +584,12 @@ Status Runtime::enqueue_group(std::span<const hvd_op> ops, int64_t* handles) {
   return Status::ok();
 }
 
-Status Runtime::run(const hvd_op& op) {
+Status Runtime::run(const hvd_op& op,
+                    const std::function<Status(const engine::FinishedOp&)>& read) {
   auto handle = enqueue(op);
   if (!handle.is_ok()) return handle.status();
   Status s = handles_.wait(handle.value(), std::nullopt);
+  if (s.is_ok() && read) s = handles_.inspect(handle.value(), read);
   (void)handles_.release(handle.value());
   return s;
 }
@@ -632,23 +634,16 @@ Status Runtime::allgather(const void* in, int64_t count, int32_t dtype, void* ou
   op.shape = &count;
   op.ndim = 1;
   op.dtype = dtype;
-  auto handle = enqueue(op);
-  if (!handle.is_ok()) return handle.status();
-  Status s = handles_.wait(handle.value(), std::nullopt);
-  if (s.is_ok()) {
-    s = handles_.inspect(handle.value(), [&](const engine::FinishedOp& done) -> Status {
-      if (done.output.bytes != out_bytes.value()) {
-        return common::invalid_argument(
-            "allgather: the ranks contributed " +
-            std::to_string(done.output.bytes / common::data_type_size(type.value())) +
-            " elements in all, but the counts given add up to " + std::to_string(total));
-      }
-      if (done.output.bytes > 0) std::memcpy(out, done.output.data.get(), done.output.bytes);
-      return Status::ok();
-    });
-  }
-  (void)handles_.release(handle.value());
-  return s;
+  return run(op, [&](const engine::FinishedOp& done) -> Status {
+    if (done.output.bytes != out_bytes.value()) {
+      return common::invalid_argument(
+          "allgather: the ranks contributed " +
+          std::to_string(done.output.bytes / common::data_type_size(type.value())) +
+          " elements in all, but the counts given add up to " + std::to_string(total));
+    }
+    if (done.output.bytes > 0) std::memcpy(out, done.output.data.get(), done.output.bytes);
+    return Status::ok();
+  });
 }
 
 Status Runtime::barrier() { return run(blank_op(HVD_OPTYPE_BARRIER)); }
@@ -669,19 +664,12 @@ Status Runtime::agree(const char* call, std::vector<int64_t> description) {
   op.shape = &rows;
   op.ndim = 1;
   op.dtype = HVD_INT64;
-  auto handle = enqueue(op);
-  if (!handle.is_ok()) return handle.status();
-  Status s = handles_.wait(handle.value(), std::nullopt);
   std::vector<int64_t> all;
-  if (s.is_ok()) {
-    s = handles_.inspect(handle.value(), [&](const engine::FinishedOp& done) {
-      all.resize(done.output.bytes / sizeof(int64_t));
-      if (!all.empty()) std::memcpy(all.data(), done.output.data.get(), done.output.bytes);
-      return Status::ok();
-    });
-  }
-  (void)handles_.release(handle.value());
-  HVD_RETURN_IF_ERROR(s);
+  HVD_RETURN_IF_ERROR(run(op, [&](const engine::FinishedOp& done) {
+    all.resize(done.output.bytes / sizeof(int64_t));
+    if (!all.empty()) std::memcpy(all.data(), done.output.data.get(), done.output.bytes);
+    return Status::ok();
+  }));
   std::string differences;
   bool differ = false;
   size_t at = 0;

@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -151,8 +152,10 @@ class Runtime {
   // A hot spare (HVD_SPARE) waits for hvdrun to promote it, then is the
   // worker of the slot it got (new to the job's rounds).
   Status await_promotion();
-  // enqueue + wait + release.
-  Status run(const hvd_op& op);
+  // enqueue + wait + release; `read`, when given, sees the finished op's
+  // output first (when it succeeded) and its Status is the call's.
+  Status run(const hvd_op& op,
+             const std::function<Status(const engine::FinishedOp&)>& read = nullptr);
   // Checks that every rank makes the same process-set call (an allgather
   // over the global set); the error names the ranks that differ.
   Status agree(const char* call, std::vector<int64_t> description);

@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <atomic>
+#include <utility>
 #include <future>
 #include <string>
 #include <vector>
@@ -44,6 +45,18 @@ std::vector<v1::WatchEvent> watch_all(JobEvents& events) {
                      never_cancelled)
             .ok());
   return seen;
+}
+
+// How many events a watch wrote, and how it ended.
+std::pair<int, grpc::Status> count_watched(JobEvents& events) {
+  int written = 0;
+  grpc::Status status = events.watch(
+      [&](const v1::WatchEvent&) {
+        ++written;
+        return true;
+      },
+      never_cancelled);
+  return {written, status};
 }
 
 std::vector<std::string> lines_of(const v1::WatchEvent& e) {
@@ -123,13 +136,7 @@ TEST_CASE("JobEvents close ends a watcher with the reason after the queued event
   JobEvents events(1);
   events.push(output(0, "x"));
   events.close({grpc::StatusCode::CANCELLED, "shutting down"});
-  int written = 0;
-  auto status = events.watch(
-      [&](const v1::WatchEvent&) {
-        ++written;
-        return true;
-      },
-      never_cancelled);
+  auto [written, status] = count_watched(events);
   CHECK(written == 1);
   CHECK(status.error_code() == grpc::StatusCode::CANCELLED);
   CHECK(status.error_message() == "shutting down");
@@ -235,13 +242,7 @@ TEST_CASE("JobEvents discard drops queued and later events and ends every watch"
   events.discard({grpc::StatusCode::ABORTED, "the launcher is gone"});
   events.push(output(0, "later"));
   events.push(exit_event(0, 0));
-  int written = 0;
-  auto status = events.watch(
-      [&](const v1::WatchEvent&) {
-        ++written;
-        return true;
-      },
-      never_cancelled);
+  auto [written, status] = count_watched(events);
   CHECK(written == 0);
   CHECK(status.error_code() == grpc::StatusCode::ABORTED);
   CHECK(status.error_message() == "the launcher is gone");
